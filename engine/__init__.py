@@ -1,0 +1,3 @@
+"""Rill: a stream processing engine with the architecture of Apache Flink's runtime."""
+
+__version__ = "0.1.0"

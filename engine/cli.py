@@ -1,0 +1,145 @@
+"""The ``rill`` command line (Flink's ``flink`` CLI: ``run``, ``info``/plan).
+
+``rill run JOB.py [ARGS]`` runs a DataStream program file as ``__main__``; its ``execute()``
+shows a progress bar for bounded sources and ends with a summary per vertex.
+``rill plan JOB.py [ARGS]`` runs the program up to its first ``execute()`` and prints the four
+graph layers instead of running the job (as Flink's plan environments abort the program with
+a ``ProgramAbortException`` once the plan is known).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import sys
+import time
+from typing import List, Optional
+
+from rill.datastream import stream_execution_environment as _see
+
+__all__ = ["main"]
+
+
+class _PlanAbort(Exception):
+    """Stops the user program after its plan has been printed."""
+
+
+class _CliContext:
+    """Hooks ``rill`` puts into every environment the program creates."""
+
+    def __init__(self, parallelism: Optional[int], mode: str, as_json: bool = False, progress: bool = True):
+        self.parallelism = parallelism
+        self.mode = mode
+        self.as_json = as_json
+        self.progress = progress
+        self.results: List[object] = []
+
+    def configure(self, env) -> None:
+        if self.parallelism is not None:
+            env.set_parallelism(self.parallelism)
+
+    def intercepts_execution(self) -> bool:
+        return True
+
+    def on_execute(self, env, stream_graph, collect_channel):
+        if self.mode == "plan":
+            from rill.graph.execution_graph import ExecutionGraph  # noqa: PLC0415
+            from rill.graph.plan import render_plan, render_plan_json  # noqa: PLC0415
+            job_graph = stream_graph.get_job_graph()
+            execution_graph = ExecutionGraph(job_graph)
+            if self.as_json:
+                print(json.dumps(render_plan_json(stream_graph, job_graph, execution_graph), indent=2))
+            else:
+                print(render_plan(stream_graph, job_graph, execution_graph))
+            raise _PlanAbort()
+        from rill.runtime.executor import submit_job  # noqa: PLC0415
+        client = submit_job(stream_graph.get_job_graph(), env.get_configuration(),
+                            env.get_global_job_parameters(), collect_channel=collect_channel)
+        if collect_channel is not None:
+            return client
+        return _ReportingJobClient(client, self.progress)
+
+
+class _ReportingJobClient:
+    """A JobClient whose result future draws progress while waiting and prints the summary."""
+
+    def __init__(self, client, progress: bool):
+        self._client = client
+        self._progress = progress
+
+    def __getattr__(self, item):
+        return getattr(self._client, item)
+
+    def get_job_execution_result(self):
+        return self
+
+    def result(self, timeout=None):
+        from rill.runtime.reporting import format_summary, run_progress_bar  # noqa: PLC0415
+        if self._progress:
+            run_progress_bar(self._client)
+        try:
+            result = self._client.get_job_execution_result().result(timeout)
+        finally:
+            print(format_summary(self._client), file=sys.stderr)
+        return result
+
+
+def _run_program(args: argparse.Namespace, context: _CliContext) -> int:
+    _see._set_context(context)
+    argv = sys.argv
+    try:
+        if args.module:
+            sys.argv = [args.module] + list(args.args)
+            runpy.run_module(args.module, run_name="__main__", alter_sys=True)
+        else:
+            sys.argv = [args.job] + list(args.args)
+            runpy.run_path(args.job, run_name="__main__")
+    except _PlanAbort:
+        return 0
+    finally:
+        sys.argv = argv
+        _see._set_context(None)
+    if context.mode == "plan":
+        print("The program did not call execute(): there is no job to plan.", file=sys.stderr)
+        return 1
+    return 0
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    parser = argparse.ArgumentParser(prog="rill", description="Rill: stream processing with Flink's architecture")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def job_args(p):
+        src = p.add_mutually_exclusive_group(required=True)
+        src.add_argument("job", nargs="?", help="the DataStream program file")
+        src.add_argument("-m", "--module", help="run a module (e.g. rill.examples.word_count)")
+        p.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
+        p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the program")
+
+    run = sub.add_parser("run", help="run a job file")
+    job_args(run)
+    run.add_argument("--target", default="embedded", choices=["embedded"],
+                     help="where the job runs (the cluster target arrives with cluster mode)")
+    run.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+    plan = sub.add_parser("plan", help="print the graphs of a job file without running it")
+    job_args(plan)
+    plan.add_argument("--json", action="store_true", help="JSON instead of text")
+
+    args = parser.parse_args(argv)
+    if args.args and args.args[0] == "--":
+        args.args = args.args[1:]
+    if args.command == "run":
+        ctx = _CliContext(args.parallelism, "run", progress=not args.no_progress)
+    else:
+        ctx = _CliContext(args.parallelism, "plan", as_json=args.json)
+    started = time.monotonic()
+    rc = _run_program(args, ctx)
+    if args.command == "run":
+        print(f"rill: program finished in {time.monotonic() - started:.2f} s", file=sys.stderr)
+    return rc
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,156 @@
+"""``Configuration``: string key/value settings (Flink's ``Configuration``), and the options
+Rill understands with their Flink keys and defaults.
+
+Precedence (lowest first): the option's default, the config file (``$RILL_CONF_DIR/config.yaml``
+or ``~/.rill/config.yaml`` when present, flat ``key: value`` lines), ``RILL_*`` environment
+variables (``RILL_PARALLELISM_DEFAULT`` for ``parallelism.default``), the program's
+Configuration.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional
+
+__all__ = ["Configuration", "ConfigOption", "ConfigOptions", "load_configuration"]
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    key: str
+    default: Any
+    description: str
+
+    @property
+    def env_var(self) -> str:
+        return "RILL_" + self.key.upper().replace(".", "_").replace("-", "_")
+
+
+class ConfigOptions:
+    PARALLELISM_DEFAULT = ConfigOption("parallelism.default", 1, "Default parallelism of operators.")
+    MAX_PARALLELISM = ConfigOption("pipeline.max-parallelism", -1, "Default max parallelism (-1: Flink's rule).")
+    OPERATOR_CHAINING = ConfigOption("pipeline.operator-chaining.enabled", True, "Chain operators where possible.")
+    BUFFER_TIMEOUT = ConfigOption(
+        "execution.buffer-timeout", 100,
+        "Max ms a partly filled output buffer waits before it is flushed; 0 flushes after "
+        "every record, -1 only when full.")
+    RECORDS_PER_BUFFER = ConfigOption(
+        "taskmanager.network.records-per-buffer", 1024,
+        "Records per in-process network buffer (Rill: local buffers hold record batches, "
+        "not serialized bytes).")
+    BUFFERS_PER_CHANNEL = ConfigOption(
+        "taskmanager.network.memory.buffers-per-channel", 2, "Exclusive buffers per channel.")
+    FLOATING_BUFFERS_PER_GATE = ConfigOption(
+        "taskmanager.network.memory.floating-buffers-per-gate", 8, "Floating buffers per gate.")
+    SOURCE_BATCH_SIZE = ConfigOption(
+        "rill.source.batch-size", 1024, "Records a source emits per mailbox default action.")
+    EXECUTION_TARGET = ConfigOption("execution.target", "embedded", "embedded | cluster.")
+
+
+class Configuration:
+    """A mutable map of string keys to values with typed getters (PyFlink's
+    ``pyflink.common.Configuration``)."""
+
+    def __init__(self, other: Optional["Configuration"] = None):
+        self._data: Dict[str, Any] = dict(other._data) if other is not None else {}
+
+    def set_string(self, key: str, value: str) -> "Configuration":
+        self._data[key] = str(value)
+        return self
+
+    def get_string(self, key: str, default_value: Optional[str] = None) -> Optional[str]:
+        v = self._data.get(key)
+        return default_value if v is None else str(v)
+
+    def set_integer(self, key: str, value: int) -> "Configuration":
+        self._data[key] = int(value)
+        return self
+
+    def get_integer(self, key: str, default_value: int = 0) -> int:
+        v = self._data.get(key)
+        return default_value if v is None else int(v)
+
+    def set_boolean(self, key: str, value: bool) -> "Configuration":
+        self._data[key] = bool(value)
+        return self
+
+    def get_boolean(self, key: str, default_value: bool = False) -> bool:
+        v = self._data.get(key)
+        if v is None:
+            return default_value
+        if isinstance(v, str):
+            return v.strip().lower() in ("true", "1", "yes")
+        return bool(v)
+
+    def set_float(self, key: str, value: float) -> "Configuration":
+        self._data[key] = float(value)
+        return self
+
+    def get_float(self, key: str, default_value: float = 0.0) -> float:
+        v = self._data.get(key)
+        return default_value if v is None else float(v)
+
+    def contains_key(self, key: str) -> bool:
+        return key in self._data
+
+    def remove_config(self, key: str) -> bool:
+        return self._data.pop(key, None) is not None
+
+    def key_set(self):
+        return set(self._data)
+
+    def add_all(self, other: "Configuration") -> "Configuration":
+        self._data.update(other._data)
+        return self
+
+    def to_dict(self) -> Dict[str, str]:
+        return {k: str(v) for k, v in self._data.items()}
+
+    def get(self, option: ConfigOption) -> Any:
+        """The option's value converted to the type of its default."""
+        v = self._data.get(option.key)
+        if v is None:
+            return option.default
+        d = option.default
+        if isinstance(d, bool):
+            return v if isinstance(v, bool) else str(v).strip().lower() in ("true", "1", "yes")
+        if isinstance(d, int):
+            return int(v)
+        return v
+
+    def set(self, option: ConfigOption, value: Any) -> "Configuration":
+        self._data[option.key] = value
+        return self
+
+    def __repr__(self) -> str:
+        return f"Configuration({self._data})"
+
+
+def _config_file() -> Optional[Path]:
+    conf_dir = os.environ.get("RILL_CONF_DIR")
+    candidates = [Path(conf_dir) / "config.yaml"] if conf_dir else []
+    candidates.append(Path.home() / ".rill" / "config.yaml")
+    for c in candidates:
+        if c.is_file():
+            return c
+    return None
+
+
+def load_configuration(program: Optional[Configuration] = None) -> Configuration:
+    """Merge defaults ← config file ← ``RILL_*`` environment variables ← ``program``."""
+    conf = Configuration()
+    path = _config_file()
+    if path is not None:
+        for line in path.read_text().splitlines():
+            line = line.split("#", 1)[0].strip()
+            if ":" in line:
+                k, v = line.split(":", 1)
+                conf.set_string(k.strip(), v.strip().strip('"').strip("'"))
+    for name, opt in vars(ConfigOptions).items():
+        if isinstance(opt, ConfigOption) and opt.env_var in os.environ:
+            conf.set_string(opt.key, os.environ[opt.env_var])
+    if program is not None:
+        conf.add_all(program)
+    return conf

@@ -1,0 +1,30 @@
+"""Sources and sinks (PyFlink's ``pyflink.datastream.connectors``)."""
+
+from rill.datastream.connectors.collect import CollectSink
+from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
+from rill.datastream.connectors.file_system import (
+    BucketAssigner,
+    FileSink,
+    FileSource,
+    OutputFileConfig,
+    RollingPolicy,
+    StreamFormat,
+)
+from rill.datastream.connectors.source import Boundedness, Source, SourceReader, SourceSplit, SplitEnumerator
+
+__all__ = [
+    "Boundedness",
+    "BucketAssigner",
+    "CollectSink",
+    "CollectionSource",
+    "FileSink",
+    "FileSource",
+    "NumberSequenceSource",
+    "OutputFileConfig",
+    "RollingPolicy",
+    "Source",
+    "SourceReader",
+    "SourceSplit",
+    "SplitEnumerator",
+    "StreamFormat",
+]

@@ -1,0 +1,93 @@
+"""Sources over in-memory data: ``from_collection`` and ``NumberSequenceSource``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterator, List, Optional, Sequence
+
+from rill.datastream.connectors.source import Source, SourceReader, SourceSplit
+
+__all__ = ["CollectionSource", "NumberSequenceSource"]
+
+_BATCH = 1024
+
+
+@dataclass(frozen=True)
+class _RangeSplit(SourceSplit):
+    start: int
+    end: int  # exclusive
+
+    def split_id(self) -> str:
+        return f"{self.start}-{self.end}"
+
+
+class _CollectionReader(SourceReader):
+    def __init__(self, elements: Sequence[Any]):
+        self._elements = elements
+
+    def read(self, split: _RangeSplit) -> Iterator[List[Any]]:
+        els = self._elements
+        for i in range(split.start, split.end, _BATCH):
+            batch = list(els[i:min(i + _BATCH, split.end)])
+            self.progress_units += len(batch)
+            yield batch
+
+
+class CollectionSource(Source):
+    """The elements of a list, in order, from one subtask (Flink's ``fromCollection`` is
+    non-parallel).
+
+    :param elements: any sequence; it is copied into a list when the source is built.
+    """
+
+    non_parallel = True
+
+    def __init__(self, elements: Sequence[Any]):
+        self.elements = list(elements)
+
+    def create_splits(self, parallelism: int) -> List[SourceSplit]:
+        return [_RangeSplit(0, len(self.elements))]
+
+    def create_reader(self) -> SourceReader:
+        return _CollectionReader(self.elements)
+
+    def estimated_total_units(self) -> Optional[int]:
+        return len(self.elements)
+
+
+class _SequenceReader(SourceReader):
+    def read(self, split: _RangeSplit) -> Iterator[List[int]]:
+        for i in range(split.start, split.end, _BATCH):
+            batch = list(range(i, min(i + _BATCH, split.end)))
+            self.progress_units += len(batch)
+            yield batch
+
+
+class NumberSequenceSource(Source):
+    """The numbers ``start .. end`` inclusive (PyFlink's ``NumberSequenceSource``), split into
+    one contiguous range per subtask.
+
+    :raises ValueError: if ``end < start``.
+    """
+
+    def __init__(self, start: int, end: int):
+        if end < start:
+            raise ValueError(f"NumberSequenceSource: end ({end}) must not be below start ({start})")
+        self.start = start
+        self.end = end
+
+    def create_splits(self, parallelism: int) -> List[SourceSplit]:
+        total = self.end - self.start + 1
+        splits = []
+        for i in range(parallelism):
+            a = self.start + total * i // parallelism
+            b = self.start + total * (i + 1) // parallelism
+            if b > a:
+                splits.append(_RangeSplit(a, b))
+        return splits
+
+    def create_reader(self) -> SourceReader:
+        return _SequenceReader()
+
+    def estimated_total_units(self) -> Optional[int]:
+        return self.end - self.start + 1

@@ -1,0 +1,398 @@
+"""``DataStream``, ``KeyedStream`` and ``DataStreamSink`` with PyFlink's methods
+(``pyflink.datastream.data_stream``).
+
+Every call appends a :class:`~rill.graph.transformations.Transformation` to the environment; nothing runs
+until ``execute``. Functions may be Function objects or plain callables. Operator settings
+(``name``, ``uid``, ``set_parallelism``...) apply to the operator that produced the stream and
+return the stream, as in PyFlink.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Union
+
+from rill.datastream import functions as F
+from rill.graph.transformations import (
+    OneInputTransformation,
+    PartitionTransformation,
+    PhysicalTransformation,
+    SideOutputTransformation,
+    SinkTransformation,
+    Transformation,
+    UnionTransformation,
+)
+from rill.network import partitioner as P
+from rill.operators.base import ChainingStrategy
+from rill.operators.factory import SimpleOperatorFactory
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rill.datastream.stream_execution_environment import StreamExecutionEnvironment
+
+__all__ = ["DataStream", "KeyedStream", "DataStreamSink", "CloseableIterator"]
+
+
+def _ops():
+    from rill import operators as ops  # noqa: PLC0415 - resolved lazily, operators import the API's functions
+    return ops
+
+
+class DataStream:
+    """A stream of records produced by one transformation."""
+
+    def __init__(self, env: "StreamExecutionEnvironment", transformation: Transformation):
+        self._env = env
+        self._transformation = transformation
+
+    # -- introspection --------------------------------------------------------------------
+    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+        return self._env
+
+    def get_transformation(self) -> Transformation:
+        return self._transformation
+
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def get_type(self):
+        return self._transformation.output_type
+
+    def get_parallelism(self) -> int:
+        t = self._transformation
+        return t.parallelism if t.parallelism > 0 else self._env.get_parallelism()
+
+    # -- operator settings ------------------------------------------------------------------
+    def _physical(self, what: str) -> PhysicalTransformation:
+        t = self._transformation
+        if not isinstance(t, PhysicalTransformation):
+            raise TypeError(
+                f"{what} can only be set on an operator, not on a {type(t).__name__[:-len('Transformation')].lower()} "
+                f"of the stream ('{t.name}')"
+            )
+        return t
+
+    def name(self, name: str) -> "DataStream":
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"The name of an operator must be a non-empty string, got {name!r}")
+        self._transformation.name = name
+        return self
+
+    def set_description(self, description: str) -> "DataStream":
+        self._transformation.description = description
+        return self
+
+    def uid(self, uid: str) -> "DataStream":
+        self._physical("A uid").set_uid(uid)
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> "DataStream":
+        self._physical("A uid hash").set_uid_hash(uid_hash)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> "DataStream":
+        t = self._physical("The parallelism")
+        source = getattr(t, "source", None)
+        if source is not None and getattr(source, "non_parallel", False) and parallelism != 1:
+            raise ValueError(
+                f"The parallelism of non parallel operator '{t.name}' must be 1, got {parallelism}."
+            )
+        t.set_parallelism(parallelism)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> "DataStream":
+        self._physical("The max parallelism").set_max_parallelism(max_parallelism)
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: str) -> "DataStream":
+        name = getattr(slot_sharing_group, "name", slot_sharing_group)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"A slot sharing group must be a non-empty string, got {slot_sharing_group!r}")
+        self._physical("A slot sharing group").slot_sharing_group = name
+        return self
+
+    def start_new_chain(self) -> "DataStream":
+        self._physical("Chaining").set_chaining_strategy(ChainingStrategy.HEAD)
+        return self
+
+    def disable_chaining(self) -> "DataStream":
+        self._physical("Chaining").set_chaining_strategy(ChainingStrategy.NEVER)
+        return self
+
+    def set_buffer_timeout(self, timeout_millis: int) -> "DataStream":
+        """Max ms a partly filled output buffer of this operator waits (0: flush per record,
+        -1: only when full)."""
+        if not isinstance(timeout_millis, int) or timeout_millis < -1:
+            raise ValueError(
+                f"Buffer timeout of operator '{self._transformation.name}' must be -1, 0 or a "
+                f"positive number of ms, got {timeout_millis!r}"
+            )
+        self._transformation.buffer_timeout_ms = timeout_millis
+        return self
+
+    # -- transformations -------------------------------------------------------------------
+    def _one_input(self, name: str, operator, output_type=None, keyed: Optional["KeyedStream"] = None) -> "DataStream":
+        env = self._env
+        t = OneInputTransformation(env._new_id(), name, SimpleOperatorFactory(operator), self._transformation,
+                                   -1, output_type)
+        if keyed is not None:
+            t.state_key_selector = keyed._key_selector.get_key
+            t.state_key_type = keyed._key_type
+        env._add_operator(t)
+        return DataStream(env, t)
+
+    def map(self, func: Union[Callable[[Any], Any], F.MapFunction], output_type=None) -> "DataStream":
+        fn = F.wrap(func, F.MapFunction, "DataStream.map")
+        return self._one_input("Map", _ops().StreamMap(fn), output_type, self._keyed())
+
+    def flat_map(self, func: Union[Callable[[Any], Any], F.FlatMapFunction], output_type=None) -> "DataStream":
+        fn = F.wrap(func, F.FlatMapFunction, "DataStream.flat_map")
+        return self._one_input("FlatMap", _ops().StreamFlatMap(fn), output_type, self._keyed())
+
+    def filter(self, func: Union[Callable[[Any], bool], F.FilterFunction]) -> "DataStream":
+        fn = F.wrap(func, F.FilterFunction, "DataStream.filter")
+        return self._one_input("Filter", _ops().StreamFilter(fn), self._transformation.output_type, self._keyed())
+
+    def process(self, func: F.ProcessFunction, output_type=None) -> "DataStream":
+        if isinstance(func, F.KeyedProcessFunction):
+            raise TypeError(
+                "DataStream.process got a KeyedProcessFunction: key the stream first with key_by()"
+            )
+        fn = F.wrap(func, F.ProcessFunction, "DataStream.process")
+        return self._one_input("Process", _ops().ProcessOperator(fn), output_type)
+
+    def _keyed(self) -> Optional["KeyedStream"]:
+        return None
+
+    def key_by(self, key_selector: Union[Callable[[Any], Any], F.KeySelector], key_type=None) -> "KeyedStream":
+        ks = F.wrap(key_selector, F.KeySelector, "DataStream.key_by")
+        part = PartitionTransformation(self._env._new_id(), self._transformation,
+                                       P.KeyGroupStreamPartitioner(ks.get_key, -1))
+        return KeyedStream(self._env, part, ks, key_type, self)
+
+    def _partition(self, partitioner) -> "DataStream":
+        return DataStream(self._env, PartitionTransformation(self._env._new_id(), self._transformation, partitioner))
+
+    def shuffle(self) -> "DataStream":
+        return self._partition(P.ShufflePartitioner())
+
+    def rebalance(self) -> "DataStream":
+        return self._partition(P.RebalancePartitioner())
+
+    def rescale(self) -> "DataStream":
+        return self._partition(P.RescalePartitioner())
+
+    def broadcast(self) -> "DataStream":
+        return self._partition(P.BroadcastPartitioner())
+
+    def forward(self) -> "DataStream":
+        return self._partition(P.ForwardPartitioner())
+
+    def global_(self) -> "DataStream":
+        return self._partition(P.GlobalPartitioner())
+
+    def partition_custom(self, partitioner: Union[Callable[[Any, int], int], F.Partitioner],
+                         key_selector: Union[Callable[[Any], Any], F.KeySelector]) -> "DataStream":
+        p = F.wrap(partitioner, F.Partitioner, "DataStream.partition_custom")
+        ks = F.wrap(key_selector, F.KeySelector, "DataStream.partition_custom")
+        return self._partition(P.CustomPartitionerWrapper(p, ks.get_key))
+
+    def union(self, *streams: "DataStream") -> "DataStream":
+        if not streams:
+            raise ValueError("DataStream.union needs at least one other stream")
+        for s in streams:
+            if not isinstance(s, DataStream):
+                raise TypeError(f"DataStream.union expects DataStreams, got {type(s).__name__}")
+            if s._env is not self._env:
+                raise ValueError("DataStream.union: all streams must belong to the same environment")
+        inputs = [self._transformation] + [s._transformation for s in streams]
+        return DataStream(self._env, UnionTransformation(self._env._new_id(), inputs))
+
+    def get_side_output(self, output_tag) -> "DataStream":
+        return DataStream(self._env, SideOutputTransformation(self._env._new_id(), self._transformation, output_tag))
+
+    # -- sinks -----------------------------------------------------------------------------
+    def _sink(self, name: str, operator) -> "DataStreamSink":
+        env = self._env
+        t = SinkTransformation(env._new_id(), name, SimpleOperatorFactory(operator), self._transformation)
+        env._add_operator(t)
+        return DataStreamSink(env, t)
+
+    def print(self, sink_identifier: Optional[str] = None) -> "DataStreamSink":
+        """Print each record to stdout (``"<subtask>> "`` prefix when parallelism > 1)."""
+        from rill.operators.print_sink import PrintSinkOperator  # noqa: PLC0415
+        return self._sink("Print to Std. Out", PrintSinkOperator(sink_identifier))
+
+    def add_sink(self, sink_func: Union[Callable[[Any], None], F.SinkFunction]) -> "DataStreamSink":
+        fn = F.wrap(sink_func, F.SinkFunction, "DataStream.add_sink")
+        return self._sink("Unnamed", _ops().StreamSink(fn))
+
+    def sink_to(self, sink) -> "DataStreamSink":
+        """Write to a sink object: ``FileSink`` or ``CollectSink``."""
+        from rill.datastream.connectors.collect import CollectSink  # noqa: PLC0415
+        from rill.datastream.connectors.file_system import FileSink  # noqa: PLC0415
+        from rill.operators.collect_sink import CollectSinkOperator  # noqa: PLC0415
+        from rill.operators.file_sink import FileSinkOperator  # noqa: PLC0415
+        if isinstance(sink, FileSink):
+            return self._sink("FileSink", FileSinkOperator(sink))
+        if isinstance(sink, CollectSink):
+            return self._sink("CollectSink", CollectSinkOperator(sink.channel_id))
+        raise TypeError(f"DataStream.sink_to expects a FileSink or CollectSink, got {type(sink).__name__}")
+
+    def execute_and_collect(self, job_execution_name: Optional[str] = None,
+                            limit: Optional[int] = None) -> Union["CloseableIterator", List[Any]]:
+        """Run the job and iterate over this stream's records. With ``limit``, return a list
+        of at most ``limit`` records (the job is cancelled once they have arrived)."""
+        from rill.operators.collect_sink import CollectSinkOperator, register_channel  # noqa: PLC0415
+        channel = register_channel(max_batches=64)
+        self._sink("Collect", CollectSinkOperator(channel.channel_id)).name("Collect Stream Sink")
+        client = self._env.execute_async(job_execution_name or "Collect job", _collect_channel=channel)
+        it = CloseableIterator(client, channel)
+        if limit is None:
+            return it
+        out: List[Any] = []
+        with it:
+            for v in it:
+                if len(out) >= limit:
+                    break
+                out.append(v)
+        return out
+
+
+class KeyedStream(DataStream):
+    """A stream partitioned by key; operators on it get keyed state and timers."""
+
+    def __init__(self, env, transformation, key_selector: F.KeySelector, key_type, origin: DataStream):
+        super().__init__(env, transformation)
+        self._key_selector = key_selector
+        self._key_type = key_type
+        self._origin = origin
+
+    def _keyed(self) -> Optional["KeyedStream"]:
+        return self
+
+    def get_key_selector(self) -> F.KeySelector:
+        return self._key_selector
+
+    def process(self, func: F.KeyedProcessFunction, output_type=None) -> DataStream:
+        if not isinstance(func, F.KeyedProcessFunction):
+            if isinstance(func, F.ProcessFunction):
+                return self._one_input("Process", _ops().ProcessOperator(func), output_type, self)
+            raise TypeError(
+                f"KeyedStream.process expects a KeyedProcessFunction, got {type(func).__name__}"
+            )
+        return self._one_input("KeyedProcess", _ops().KeyedProcessOperator(func), output_type, self)
+
+    def reduce(self, func: Union[Callable[[Any, Any], Any], F.ReduceFunction]) -> DataStream:
+        fn = F.wrap(func, F.ReduceFunction, "KeyedStream.reduce")
+        return self._one_input("Reduce", _ops().StreamGroupedReduce(fn), self._transformation.output_type, self)
+
+    def _aggregate(self, name: str, agg) -> DataStream:
+        return self._one_input(name, _ops().StreamGroupedReduce(agg), self._transformation.output_type, self)
+
+    def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
+        return self._aggregate("Sum", _ops().SumAggregator(position_to_sum))
+
+    def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
+        return self._aggregate("Min", _ops().MinAggregator(position_to_min))
+
+    def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
+        return self._aggregate("Max", _ops().MaxAggregator(position_to_max))
+
+    def min_by(self, position_to_min_by: Union[int, str] = 0) -> DataStream:
+        return self._aggregate("MinBy", _ops().MinByAggregator(position_to_min_by))
+
+    def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
+        return self._aggregate("MaxBy", _ops().MaxByAggregator(position_to_max_by))
+
+    # partitioning a keyed stream again drops the key, as in Flink
+    def _physical(self, what: str):
+        raise TypeError(f"{what} cannot be set on a KeyedStream: apply it to an operator after key_by()")
+
+
+class DataStreamSink:
+    """The result of a sink call; carries the sink operator's settings."""
+
+    def __init__(self, env, transformation: SinkTransformation):
+        self._env = env
+        self._transformation = transformation
+
+    def get_transformation(self) -> SinkTransformation:
+        return self._transformation
+
+    def name(self, name: str) -> "DataStreamSink":
+        DataStream.name(self, name)  # type: ignore[arg-type]
+        return self
+
+    def uid(self, uid: str) -> "DataStreamSink":
+        self._transformation.set_uid(uid)
+        return self
+
+    def set_uid_hash(self, uid_hash: str) -> "DataStreamSink":
+        self._transformation.set_uid_hash(uid_hash)
+        return self
+
+    def set_parallelism(self, parallelism: int) -> "DataStreamSink":
+        self._transformation.set_parallelism(parallelism)
+        return self
+
+    def set_max_parallelism(self, max_parallelism: int) -> "DataStreamSink":
+        self._transformation.set_max_parallelism(max_parallelism)
+        return self
+
+    def slot_sharing_group(self, slot_sharing_group: str) -> "DataStreamSink":
+        self._transformation.slot_sharing_group = getattr(slot_sharing_group, "name", slot_sharing_group)
+        return self
+
+    def set_description(self, description: str) -> "DataStreamSink":
+        self._transformation.description = description
+        return self
+
+    def start_new_chain(self) -> "DataStreamSink":
+        self._transformation.set_chaining_strategy(ChainingStrategy.HEAD)
+        return self
+
+    def disable_chaining(self) -> "DataStreamSink":
+        self._transformation.set_chaining_strategy(ChainingStrategy.NEVER)
+        return self
+
+
+class CloseableIterator:
+    """Iterates the records of an ``execute_and_collect`` job as they arrive; closing it
+    (or leaving its ``with`` block) cancels the job if it still runs."""
+
+    def __init__(self, job_client, channel):
+        self._client = job_client
+        self._channel = channel
+        self._batch: List[Any] = []
+        self._pos = 0
+        self._done = False
+
+    def __iter__(self) -> Iterator[Any]:
+        return self
+
+    def __next__(self) -> Any:
+        while self._pos >= len(self._batch):
+            if self._done:
+                raise StopIteration
+            batch = self._channel.get_batch()
+            if batch is None:
+                self._done = True
+                self.close()
+                raise StopIteration
+            self._batch, self._pos = batch, 0
+        v = self._batch[self._pos]
+        self._pos += 1
+        return v
+
+    def close(self) -> None:
+        from rill.operators.collect_sink import release_channel  # noqa: PLC0415
+        if not self._client.is_done():
+            self._client.cancel()
+            self._client.wait()
+        release_channel(self._channel.channel_id)
+        self._done = True
+
+    def __enter__(self) -> "CloseableIterator":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,234 @@
+"""``StreamExecutionEnvironment``: where a DataStream program starts and is executed
+(PyFlink's ``pyflink.datastream.StreamExecutionEnvironment``)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable, List, Optional, Sequence
+
+from rill.common.configuration import ConfigOptions, Configuration, load_configuration
+from rill.common.job_execution_result import JobExecutionResult
+from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
+from rill.datastream.connectors.file_system import FileSource, StreamFormat
+from rill.datastream.connectors.source import Source
+from rill.datastream.data_stream import DataStream
+from rill.graph.transformations import (
+    SourceTransformation,
+    Transformation,
+    id_counter,
+    validate_max_parallelism,
+    validate_parallelism,
+)
+from rill.operators.factory import SimpleOperatorFactory
+from rill.operators.source_operator import SourceOperator
+
+__all__ = ["StreamExecutionEnvironment", "RuntimeExecutionMode"]
+
+
+class RuntimeExecutionMode:
+    STREAMING = "STREAMING"
+    BATCH = "BATCH"
+    AUTOMATIC = "AUTOMATIC"
+
+
+# Set by `rill run` / `rill plan` (Flink's StreamContextEnvironment / OptimizerPlanEnvironment):
+# a hook that decides what execute() does for programs started from the CLI.
+_context: Optional[Any] = None
+
+
+def _set_context(context: Optional[Any]) -> None:
+    global _context
+    _context = context
+
+
+class StreamExecutionEnvironment:
+    """Builds a job from DataStream calls and runs it.
+
+    Configuration precedence: option defaults, the config file, ``RILL_*`` environment
+    variables, the ``configuration`` passed here, then setter calls such as
+    :meth:`set_parallelism`.
+    """
+
+    def __init__(self, configuration: Optional[Configuration] = None):
+        self._config = load_configuration(configuration)
+        self._parallelism = self._config.get(ConfigOptions.PARALLELISM_DEFAULT)
+        validate_parallelism(self._parallelism, "<environment default>")
+        self._max_parallelism = self._config.get(ConfigOptions.MAX_PARALLELISM)
+        self._chaining = self._config.get(ConfigOptions.OPERATOR_CHAINING)
+        self._buffer_timeout_ms = self._config.get(ConfigOptions.BUFFER_TIMEOUT)
+        self._transformations: List[Transformation] = []
+        self._new_id: Callable[[], int] = id_counter()
+        self._job_parameters: dict = {}
+        if _context is not None:
+            _context.configure(self)
+
+    @staticmethod
+    def get_execution_environment(configuration: Optional[Configuration] = None) -> "StreamExecutionEnvironment":
+        return StreamExecutionEnvironment(configuration)
+
+    # -- settings --------------------------------------------------------------------------
+    def get_config(self) -> "StreamExecutionEnvironment":
+        return self
+
+    def set_global_job_parameters(self, params: dict) -> "StreamExecutionEnvironment":
+        self._job_parameters = {str(k): str(v) for k, v in dict(params).items()}
+        return self
+
+    def get_global_job_parameters(self) -> dict:
+        return dict(self._job_parameters)
+
+    def get_configuration(self) -> Configuration:
+        return self._config
+
+    def configure(self, configuration: Configuration) -> "StreamExecutionEnvironment":
+        self._config.add_all(configuration)
+        if configuration.contains_key(ConfigOptions.PARALLELISM_DEFAULT.key):
+            self.set_parallelism(self._config.get(ConfigOptions.PARALLELISM_DEFAULT))
+        return self
+
+    def set_parallelism(self, parallelism: int) -> "StreamExecutionEnvironment":
+        validate_parallelism(parallelism, "<environment default>")
+        if parallelism == -1:
+            raise ValueError("The default parallelism of the environment must be at least 1, got -1.")
+        self._parallelism = parallelism
+        return self
+
+    def get_parallelism(self) -> int:
+        return self._parallelism
+
+    def set_max_parallelism(self, max_parallelism: int) -> "StreamExecutionEnvironment":
+        validate_max_parallelism(max_parallelism, "<environment default>")
+        self._max_parallelism = max_parallelism
+        return self
+
+    def get_max_parallelism(self) -> int:
+        return self._max_parallelism
+
+    def disable_operator_chaining(self) -> "StreamExecutionEnvironment":
+        self._chaining = False
+        return self
+
+    def is_chaining_enabled(self) -> bool:
+        return self._chaining
+
+    def set_buffer_timeout(self, timeout_millis: int) -> "StreamExecutionEnvironment":
+        """ms a partly filled buffer waits before it is flushed (0: after every record, -1:
+        only when full). Flink's ``execution.buffer-timeout``, default 100 ms."""
+        if not isinstance(timeout_millis, int) or timeout_millis < -1:
+            raise ValueError(f"Buffer timeout must be -1, 0 or a positive number of ms, got {timeout_millis!r}")
+        self._buffer_timeout_ms = timeout_millis
+        return self
+
+    def get_buffer_timeout(self) -> int:
+        return self._buffer_timeout_ms
+
+    def set_runtime_mode(self, mode: str) -> "StreamExecutionEnvironment":
+        if mode != RuntimeExecutionMode.STREAMING:
+            raise NotImplementedError(
+                f"Runtime mode {mode} is not implemented: Rill runs every job in STREAMING mode"
+            )
+        return self
+
+    # -- sources ---------------------------------------------------------------------------
+    def _add_operator(self, transformation: Transformation) -> None:
+        self._transformations.append(transformation)
+
+    def from_source(self, source: Source, watermark_strategy: Any = None, source_name: str = "Custom Source",
+                    type_info: Any = None) -> DataStream:
+        """A stream read by a ``Source`` (bounded or unbounded, split across subtasks).
+
+        :raises TypeError: if ``source`` is not a ``Source``.
+        :raises NotImplementedError: for a watermark strategy other than ``no_watermarks``
+            (event time comes with the windowing issue).
+        """
+        if not isinstance(source, Source):
+            raise TypeError(f"from_source expects a Source, got {type(source).__name__}")
+        if watermark_strategy is not None and not getattr(watermark_strategy, "is_no_watermarks", False):
+            raise NotImplementedError(
+                "Watermark strategies other than WatermarkStrategy.no_watermarks() are not "
+                "implemented yet (event time is not built)"
+            )
+        t = SourceTransformation(self._new_id(), source_name, SimpleOperatorFactory(SourceOperator(source)),
+                                 source, -1, type_info)
+        if source.non_parallel:
+            t.set_parallelism(1)
+            t.set_max_parallelism(1)
+        self._add_operator(t)
+        return DataStream(self, t)
+
+    def add_source(self, source: Source, source_name: str = "Custom Source", type_info: Any = None) -> DataStream:
+        return self.from_source(source, None, source_name, type_info)
+
+    def from_collection(self, collection: Sequence[Any], type_info: Any = None) -> DataStream:
+        """The elements of ``collection`` in order, from a non-parallel source named
+        ``"Collection Source"``."""
+        return self.from_source(CollectionSource(collection), None, "Collection Source", type_info)
+
+    def from_sequence(self, start: int, end: int) -> DataStream:
+        """The numbers ``start..end`` inclusive, split across the source's subtasks."""
+        return self.from_source(NumberSequenceSource(start, end), None, "Sequence Source")
+
+    def read_text_file(self, file_path: str, charset_name: str = "UTF-8") -> DataStream:
+        """Lines of a text file (or of every file under a directory), split across subtasks.
+
+        :raises FileNotFoundError: naming the path, if it does not exist.
+        """
+        source = FileSource([file_path], StreamFormat.text_line_format(charset_name))
+        return self.from_source(source, None, "Custom File Source")
+
+    # -- graphs ----------------------------------------------------------------------------
+    def get_stream_graph(self, job_name: str = "Flink Streaming Job", clear_transformations: bool = False):
+        """The StreamGraph of the program so far.
+
+        :raises RuntimeError: if the program has no operators (Flink's "No operators defined
+            in streaming topology. Cannot execute.").
+        :raises ValueError: for invalid programs (forward between different parallelisms,
+            max parallelism below parallelism, duplicate uid...), naming the operator.
+        """
+        from rill.graph.stream_graph_generator import StreamGraphGenerator  # noqa: PLC0415
+        if not self._transformations:
+            raise RuntimeError("No operators defined in streaming topology. Cannot execute.")
+        graph = StreamGraphGenerator(
+            list(self._transformations), job_name=job_name, chaining_enabled=self._chaining,
+            default_parallelism=self._parallelism, default_max_parallelism=self._max_parallelism,
+            default_buffer_timeout_ms=self._buffer_timeout_ms,
+        ).generate()
+        if clear_transformations:
+            self._transformations.clear()
+        return graph
+
+    def get_execution_plan(self) -> str:
+        """Flink's JSON execution plan of the StreamGraph (paste into the Flink plan
+        visualizer)."""
+        return json.dumps(self.get_stream_graph().get_stream_graph_as_json(), indent=2)
+
+    def get_transformations(self) -> List[Transformation]:
+        return list(self._transformations)
+
+    # -- execution -------------------------------------------------------------------------
+    def _job_graph(self, job_name: str):
+        stream_graph = self.get_stream_graph(job_name, clear_transformations=True)
+        job_graph = stream_graph.get_job_graph()
+        return stream_graph, job_graph
+
+    def execute(self, job_name: Optional[str] = None) -> JobExecutionResult:
+        """Run the job to its end and return its result (net runtime in ms, per-vertex
+        summary).
+
+        :raises JobExecutionException: if the job fails; its ``__cause__`` is the user
+            function's original exception.
+        """
+        return self.execute_async(job_name).get_job_execution_result().result()
+
+    def execute_async(self, job_name: Optional[str] = None, _collect_channel=None):
+        """Submit the job and return a ``JobClient`` at once."""
+        from rill.runtime.executor import submit_job  # noqa: PLC0415
+        job_name = job_name or "Flink Streaming Job"
+        if _context is not None and _context.intercepts_execution():
+            stream_graph = self.get_stream_graph(job_name, clear_transformations=True)
+            return _context.on_execute(self, stream_graph, _collect_channel)
+        _, job_graph = self._job_graph(job_name)
+        return submit_job(job_graph, self._config, self._job_parameters, collect_channel=_collect_channel)
+
+    def close(self) -> None:
+        self._transformations.clear()

@@ -1,0 +1,73 @@
+"""``JobClient``: a handle on a submitted job (PyFlink's ``JobClient``)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+from typing import List, Optional, Tuple
+
+from rill.graph.states import JobStatus
+from rill.runtime.metrics import TaskMetricsSnapshot
+
+__all__ = ["JobClient"]
+
+
+class JobClient:
+    """Status, metrics, cancellation and the result of one job.
+
+    Metrics are readable while the job runs (per task: records/buffers in and out,
+    busy/idle/back-pressured time per second, buffer pool usage).
+    """
+
+    def __init__(self, job_master, on_close=None):
+        self._jm = job_master
+        self._on_close = on_close
+
+    def get_job_id(self) -> str:
+        return self._jm.job_id
+
+    def get_job_name(self) -> str:
+        return self._jm.job_name
+
+    def get_job_status(self) -> JobStatus:
+        return self._jm.status
+
+    def cancel(self) -> "concurrent.futures.Future[None]":
+        """Cancel the job; the returned future completes when the job has stopped."""
+        self._jm.cancel()
+        done: "concurrent.futures.Future[None]" = concurrent.futures.Future()
+        self._jm.result_future.add_done_callback(lambda _f: done.set_result(None))
+        return done
+
+    def get_job_execution_result(self) -> "concurrent.futures.Future":
+        """A future of the ``JobExecutionResult``; it raises ``JobExecutionException`` when
+        the job failed and ``JobCancellationException`` when it was cancelled."""
+        return self._jm.result_future
+
+    def wait(self, timeout_s: Optional[float] = None) -> JobStatus:
+        """Block until the job has ended (or ``timeout_s`` passed); returns the status."""
+        try:
+            concurrent.futures.wait([self._jm.result_future], timeout=timeout_s)
+        finally:
+            pass
+        return self._jm.status
+
+    def is_done(self) -> bool:
+        return self._jm.result_future.done()
+
+    def get_metrics(self) -> List[TaskMetricsSnapshot]:
+        """One snapshot per task (subtask), in deployment order."""
+        return self._jm.task_metrics()
+
+    def get_vertex_summaries(self):
+        return self._jm.vertex_summaries()
+
+    def get_source_progress(self) -> Tuple[int, Optional[int]]:
+        """(units done, total units or None) summed over every source subtask."""
+        return self._jm.source_progress()
+
+    def source_units_are_bytes(self) -> bool:
+        from rill.datastream.connectors.file_system import FileSource  # noqa: PLC0415
+        return any(isinstance(c.source, FileSource) for c in self._jm.coordinators.values())
+
+    def get_net_runtime_ms(self) -> Optional[int]:
+        return self._jm.get_net_runtime_ms()

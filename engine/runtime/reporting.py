@@ -1,0 +1,53 @@
+"""What ``rill run`` shows: a progress bar over bounded sources (tqdm) and a per-vertex
+summary at the end."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from rill.runtime.metrics import backpressure_level
+
+__all__ = ["run_progress_bar", "format_summary"]
+
+
+def run_progress_bar(client, interval_s: float = 0.2) -> None:
+    """Draw a bar of the sources' progress until the job ends. Units are whatever the sources
+    count (bytes for files, records for collections); nothing is drawn when no source knows
+    its total."""
+    from tqdm import tqdm  # noqa: PLC0415
+
+    done, total = client.get_source_progress()
+    if not total:
+        client.wait()
+        return
+    with tqdm(total=total, unit="B" if client.source_units_are_bytes() else "rec", unit_scale=True,
+              desc="sources", file=sys.stderr, leave=True, dynamic_ncols=True) as bar:
+        while not client.is_done():
+            done, _ = client.get_source_progress()
+            bar.update(max(0, min(done, total) - bar.n))
+            time.sleep(interval_s)
+        done, _ = client.get_source_progress()
+        bar.update(max(0, min(done, total) - bar.n))
+
+
+def format_summary(client) -> str:
+    """A table: one row per vertex with parallelism, records in/out, duration, busy/idle/
+    back-pressured ms per second and backpressure status; then the job status and net runtime."""
+    rows = client.get_vertex_summaries()
+    header = f"{'vertex':<48} {'p':>3} {'records in':>12} {'records out':>12} {'time s':>8} {'busy':>6} {'idle':>6} {'bp':>6}  status"
+    lines = ["", f"Job '{client.get_job_name()}' ({client.get_job_id()}): {client.get_job_status().name}", header]
+    for r in rows:
+        dur_s = r.duration_ms / 1000.0
+        per_s = (lambda ms: ms / dur_s if dur_s > 0 else 0.0)
+        name = r.name if len(r.name) <= 48 else r.name[:45] + "..."
+        bp = per_s(r.back_pressured_time_ms)
+        lines.append(
+            f"{name:<48} {r.parallelism:>3} {r.records_in:>12,} {r.records_out:>12,} {dur_s:>8.2f} "
+            f"{per_s(r.busy_time_ms):>6.0f} {per_s(r.idle_time_ms):>6.0f} {bp:>6.0f}  {backpressure_level(bp)}"
+        )
+    lines.append("(busy / idle / bp: ms per second, averaged over each subtask's run and the vertex)")
+    net = client.get_net_runtime_ms()
+    if net is not None:
+        lines.append(f"Net runtime: {net} ms")
+    return "\n".join(lines)

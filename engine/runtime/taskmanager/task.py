@@ -1,0 +1,185 @@
+"""``Task``: one execution attempt of one subtask on a TaskExecutor, on its own thread
+(Flink's ``org.apache.flink.runtime.taskmanager.Task``).
+
+State machine (Flink's ``ExecutionState``): CREATED → DEPLOYING → INITIALIZING → RUNNING →
+FINISHED, or → CANCELING → CANCELED, or → FAILED. Every transition is reported to the listener
+(the JobMaster) from the task thread. The task owns its network resources: result partitions
+are created and registered when the task is constructed (so consumers find them), input gates
+request their subpartitions when the task thread starts.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional
+
+from rill.graph.states import ExecutionState
+from rill.runtime.metrics import TaskIOMetrics
+from rill.runtime.tasks.stream_task import CancelTaskException, OneInputStreamTask, SourceOperatorStreamTask
+
+__all__ = ["Task", "RuntimeEnvironment", "TaskFailure"]
+
+
+@dataclass
+class RuntimeEnvironment:
+    """What a StreamTask sees of its deployment (Flink's ``RuntimeEnvironment``)."""
+
+    task_name: str
+    task_name_with_subtasks: str
+    subtask_index: int
+    parallelism: int
+    attempt_number: int
+    vertex: Any
+    result_partitions: List[Any]
+    input_gates: List[Any]
+    record_writers: List[Any]
+    operator_coordinators: Dict[int, Any]
+    job_parameters: Dict[str, str]
+    buffer_timeout_ms: int
+    records_per_batch: int
+    metrics: TaskIOMetrics
+
+
+@dataclass(frozen=True)
+class TaskFailure:
+    """Why a task failed: the operator that raised (when known) and the original exception."""
+
+    task_name_with_subtasks: str
+    operator_name: Optional[str]
+    error: BaseException
+    traceback_text: str = field(default="")
+
+
+_INVOKABLES = {
+    "SourceOperatorStreamTask": SourceOperatorStreamTask,
+    "OneInputStreamTask": OneInputStreamTask,
+}
+
+TaskListener = Callable[["Task", ExecutionState, Optional[TaskFailure]], None]
+
+
+class Task:
+    """
+    :param tdd: the ``TaskDeploymentDescriptor``.
+    :param network: the TaskExecutor's ``NetworkEnvironment``.
+    :param coordinators: operator coordinators of the job by StreamNode id (sources' split
+        enumerators).
+    :param listener: called on every state change, from the task thread.
+    """
+
+    def __init__(self, tdd, network, coordinators: Dict[int, Any], listener: TaskListener):
+        self.tdd = tdd
+        self.network = network
+        self.coordinators = coordinators
+        self.listener = listener
+        self.execution_state = ExecutionState.CREATED
+        self.failure: Optional[TaskFailure] = None
+        self.metrics = TaskIOMetrics(tdd.task_name, tdd.subtask_index)
+        self._lock = threading.Lock()
+        self._canceled = False
+        self.invokable = None
+        self.result_partitions = network.create_result_partitions(tdd)
+        self.input_gates = network.create_input_gates(tdd)
+        self.record_writers: List[Any] = []
+        self._thread = threading.Thread(target=self._run, name=tdd.task_name_with_subtasks, daemon=True)
+
+    @property
+    def task_name_with_subtasks(self) -> str:
+        return self.tdd.task_name_with_subtasks
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self, timeout_s: Optional[float] = None) -> bool:
+        self._thread.join(timeout_s)
+        return not self._thread.is_alive()
+
+    def _transition(self, expected, new) -> bool:
+        with self._lock:
+            if self.execution_state not in expected:
+                return False
+            self.execution_state = new
+        self.listener(self, new, self.failure if new is ExecutionState.FAILED else None)
+        return True
+
+    def _run(self) -> None:
+        if not self._transition({ExecutionState.CREATED}, ExecutionState.DEPLOYING):
+            self._finish_canceled()
+            return
+        try:
+            for gate in self.input_gates:
+                gate.setup()
+            self.record_writers = self.network.create_record_writers(self.tdd, self.result_partitions)
+            self.metrics.records_out = lambda: sum(w.num_records_out for w in self.record_writers)
+            self.metrics.buffers_out = lambda: sum(w.num_buffers_out for w in self.record_writers)
+            self.metrics.back_pressured_ns = lambda: sum(
+                p.get_buffer_pool().back_pressured_time_ns for p in self.result_partitions)
+            self.metrics.output_pool_usage = lambda: max(
+                [p.get_buffer_pool().usage() for p in self.result_partitions], default=0.0)
+            env = RuntimeEnvironment(
+                task_name=self.tdd.task_name,
+                task_name_with_subtasks=self.tdd.task_name_with_subtasks,
+                subtask_index=self.tdd.subtask_index,
+                parallelism=self.tdd.parallelism,
+                attempt_number=self.tdd.attempt_number,
+                vertex=self.tdd.vertex,
+                result_partitions=self.result_partitions,
+                input_gates=self.input_gates,
+                record_writers=self.record_writers,
+                operator_coordinators=self.coordinators,
+                job_parameters=self.tdd.job_parameters,
+                buffer_timeout_ms=self.tdd.buffer_timeout_ms,
+                records_per_batch=self.tdd.records_per_buffer,
+                metrics=self.metrics,
+            )
+            invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
+            self.invokable = invokable_cls(env)
+            if self._canceled:
+                raise CancelTaskException()
+            if not self._transition({ExecutionState.DEPLOYING}, ExecutionState.INITIALIZING):
+                raise CancelTaskException()
+            self._transition({ExecutionState.INITIALIZING}, ExecutionState.RUNNING)
+            self.invokable.invoke()
+            errors = self.invokable.cleanup()
+            if errors:
+                raise errors[0]
+            self._transition({ExecutionState.RUNNING}, ExecutionState.FINISHED)
+        except BaseException as e:  # noqa: BLE001 - a task reports every failure
+            if self.invokable is not None:
+                try:
+                    self.invokable.cleanup()
+                except BaseException:  # pragma: no cover - best effort after the first error
+                    pass
+            if self._canceled or isinstance(e, CancelTaskException):
+                self._finish_canceled()
+            else:
+                self.failure = TaskFailure(
+                    self.tdd.task_name_with_subtasks, getattr(e, "_rill_operator", None), e,
+                    "".join(traceback.format_exception(e)))
+                for p in self.result_partitions:
+                    p.release(e)
+                self._transition({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING,
+                                  ExecutionState.CANCELING}, ExecutionState.FAILED)
+        finally:
+            self.metrics.mark_end()
+
+    def _finish_canceled(self) -> None:
+        for p in self.result_partitions:
+            p.release(None)
+        self._transition({ExecutionState.CREATED, ExecutionState.DEPLOYING, ExecutionState.INITIALIZING,
+                          ExecutionState.RUNNING, ExecutionState.CANCELING}, ExecutionState.CANCELED)
+
+    def cancel_execution(self) -> None:
+        """Cancel from any thread; returns at once (the task thread finishes the job)."""
+        self._canceled = True
+        moved = self._transition({ExecutionState.INITIALIZING, ExecutionState.RUNNING}, ExecutionState.CANCELING)
+        invokable = self.invokable
+        if invokable is not None:
+            invokable.cancel()
+        elif not moved:
+            for g in self.input_gates:
+                g.close()
+        if not self._thread.is_alive() and self.execution_state is ExecutionState.CREATED:
+            self._finish_canceled()

@@ -1,0 +1,49 @@
+"""``TaskExecutor``: offers slots and runs the tasks deployed into them (Flink's
+``TaskExecutor``). In the embedded mode it is a plain object in the client's process; the
+cluster mode puts it in its own process behind an actor."""
+
+from __future__ import annotations
+
+import threading
+from typing import Dict, List
+
+from rill.network.partition.result_partition_manager import ResultPartitionManager
+from rill.runtime.taskmanager.network_environment import NetworkEnvironment
+from rill.runtime.taskmanager.task import Task
+
+__all__ = ["TaskExecutor"]
+
+
+class TaskExecutor:
+    """
+    :param num_slots: how many slots it offers.
+    :param resource_id: its name, e.g. ``"embedded-0"``.
+    """
+
+    def __init__(self, num_slots: int, resource_id: str = "embedded-0"):
+        if num_slots < 1:
+            raise ValueError(f"A TaskExecutor needs at least one slot, got {num_slots}")
+        self.num_slots = num_slots
+        self.resource_id = resource_id
+        self.partition_manager = ResultPartitionManager()
+        self.network = NetworkEnvironment(self.partition_manager)
+        self._tasks: Dict[str, Task] = {}
+        self._lock = threading.Lock()
+
+    def submit_task(self, tdd, coordinators, listener) -> Task:
+        """Create the task (registering its partitions) without starting it."""
+        task = Task(tdd, self.network, coordinators, listener)
+        with self._lock:
+            self._tasks[tdd.attempt_id] = task
+        return task
+
+    def tasks(self) -> List[Task]:
+        with self._lock:
+            return list(self._tasks.values())
+
+    def shutdown(self) -> None:
+        for t in self.tasks():
+            t.cancel_execution()
+        for t in self.tasks():
+            t.join(5.0)
+        self.partition_manager.shutdown()

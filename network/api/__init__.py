@@ -1,0 +1,1 @@
+"""The network API used by tasks (Flink's ``org.apache.flink.runtime.io.network.api``)."""

@@ -1,0 +1,12 @@
+"""Buffers and buffer pools (Flink's ``org.apache.flink.runtime.io.network.buffer``)."""
+
+from .buffer import Buffer, BufferRecycler
+from .buffer_pool import BufferPoolDestroyedError, BufferPoolStatistics, LocalBufferPool
+
+__all__ = [
+    "Buffer",
+    "BufferRecycler",
+    "LocalBufferPool",
+    "BufferPoolStatistics",
+    "BufferPoolDestroyedError",
+]

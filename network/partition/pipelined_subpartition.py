@@ -1,0 +1,234 @@
+"""An in-memory, pipelined subpartition (Flink's ``PipelinedSubpartition``)."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from typing import TYPE_CHECKING, Any, Optional
+
+from ..buffer.buffer import Buffer
+from ..events import END_OF_PARTITION_EVENT
+from .exceptions import PartitionReleasedError
+from .result_subpartition import BufferAndBacklog, BufferAvailabilityListener, ResultSubpartition
+from .result_subpartition_view import ResultSubpartitionView
+
+if TYPE_CHECKING:
+    from .result_partition import ResultPartition
+
+__all__ = ["PipelinedSubpartition", "PipelinedSubpartitionView"]
+
+
+class PipelinedSubpartition(ResultSubpartition):
+    """A thread-safe deque of buffers and events, read by one :class:`PipelinedSubpartitionView`.
+
+    :param index: the subpartition's index in ``parent``.
+    :param parent: the owning :class:`~rill.network.partition.result_partition.ResultPartition`
+        (told when the subpartition is consumed).
+
+    Threading model: the producer calls :meth:`add` / :meth:`finish`, the consumer polls through
+    the view; a ``threading.Lock`` guards the deque and counters and is taken once per entry
+    (buffer or event). The view's listener is called outside the lock, only on the transition
+    from empty to non-empty (and on producer-side release), as Flink does; a consumer that
+    polled ``None`` is therefore always notified of the next entry.
+    """
+
+    def __init__(self, index: int, parent: "ResultPartition") -> None:
+        self._index = index
+        self._parent = parent
+        self._lock = threading.Lock()
+        self._queue: deque = deque()
+        self._backlog = 0
+        self._view: Optional[PipelinedSubpartitionView] = None
+        self._finished = False
+        self._released = False
+        self._consumed = False
+        self._release_cause: Optional[BaseException] = None
+        self._num_buffers = 0
+        self._num_records = 0
+        self._num_events = 0
+
+    @property
+    def subpartition_index(self) -> int:
+        return self._index
+
+    # ------------------------------------------------------------------ producer side
+
+    def add(self, item: Any) -> bool:
+        is_buffer = isinstance(item, Buffer)
+        view = None
+        with self._lock:
+            released = self._released
+            finished = self._finished
+            if not released and not finished:
+                queue = self._queue
+                queue.append(item)
+                if is_buffer:
+                    self._backlog += 1
+                    self._num_buffers += 1
+                    self._num_records += len(item.values)
+                else:
+                    self._num_events += 1
+                if len(queue) == 1:
+                    view = self._view
+        if released or finished:
+            if is_buffer:
+                item.recycle_buffer()
+            if released:
+                return False
+            raise RuntimeError(
+                f"Cannot add {item!r} to subpartition {self._index} of partition "
+                f"{self._parent.partition_id}: it is finished (EndOfPartition was added)"
+            )
+        if view is not None:
+            view.notify_data_available()
+        return True
+
+    def finish(self) -> None:
+        view = None
+        with self._lock:
+            if self._released or self._finished:
+                return
+            self._finished = True
+            self._queue.append(END_OF_PARTITION_EVENT)
+            self._num_events += 1
+            if len(self._queue) == 1:
+                view = self._view
+        if view is not None:
+            view.notify_data_available()
+
+    def release(self, cause: Optional[BaseException] = None) -> None:
+        with self._lock:
+            if self._released:
+                return
+            self._released = True
+            self._release_cause = cause
+            buffers = [item for item in self._queue if isinstance(item, Buffer)]
+            self._queue.clear()
+            self._backlog = 0
+            view = self._view
+        for buffer in buffers:
+            buffer.recycle_buffer()
+        if view is not None:
+            view.notify_data_available()
+
+    # ------------------------------------------------------------------ consumer side
+
+    def create_read_view(self, availability_listener: BufferAvailabilityListener) -> "PipelinedSubpartitionView":
+        with self._lock:
+            if self._released:
+                raise PartitionReleasedError(self._parent.partition_id, self._index, self._release_cause)
+            if self._view is not None:
+                raise RuntimeError(
+                    f"Subpartition {self._index} of partition {self._parent.partition_id} is being "
+                    "(or already has been) consumed, but pipelined subpartitions can only be "
+                    "consumed once."
+                )
+            view = PipelinedSubpartitionView(self, availability_listener)
+            self._view = view
+            notify = bool(self._queue)
+        if notify:
+            view.notify_data_available()
+        return view
+
+    def _poll(self) -> Optional[BufferAndBacklog]:
+        with self._lock:
+            queue = self._queue
+            if not queue:
+                return None
+            item = queue.popleft()
+            if isinstance(item, Buffer):
+                self._backlog -= 1
+            return BufferAndBacklog(item, bool(queue), self._backlog)
+
+    def _on_view_released(self) -> None:
+        """The reader is done or cancelled: drop what is queued and report consumption once."""
+        with self._lock:
+            self._released = True
+            buffers = [item for item in self._queue if isinstance(item, Buffer)]
+            self._queue.clear()
+            self._backlog = 0
+            first = not self._consumed
+            self._consumed = True
+        for buffer in buffers:
+            buffer.recycle_buffer()
+        if first:
+            self._parent.on_consumed_subpartition(self._index)
+
+    # ------------------------------------------------------------------ state, metrics
+
+    def is_released(self) -> bool:
+        return self._released
+
+    def is_finished(self) -> bool:
+        return self._finished
+
+    def get_release_cause(self) -> Optional[BaseException]:
+        return self._release_cause
+
+    def get_buffers_in_backlog(self) -> int:
+        return self._backlog
+
+    def get_total_number_of_buffers(self) -> int:
+        return self._num_buffers
+
+    def get_total_number_of_records(self) -> int:
+        return self._num_records
+
+    def get_total_number_of_events(self) -> int:
+        return self._num_events
+
+    def get_number_of_queued_entries(self) -> int:
+        """Buffers and events queued now."""
+        return len(self._queue)
+
+    def __repr__(self) -> str:
+        return (
+            f"PipelinedSubpartition(index={self._index}, partition={self._parent.partition_id}, "
+            f"queued={len(self._queue)}, backlog={self._backlog}, finished={self._finished}, "
+            f"released={self._released})"
+        )
+
+
+class PipelinedSubpartitionView(ResultSubpartitionView):
+    """The reader of a :class:`PipelinedSubpartition` (Flink's ``PipelinedSubpartitionView``).
+
+    Polled by one consumer thread; ``notify_data_available`` comes from the producer's thread.
+    """
+
+    def __init__(self, parent: PipelinedSubpartition, availability_listener: BufferAvailabilityListener) -> None:
+        self._parent = parent
+        self._listener = availability_listener
+        self._released = False
+
+    def get_next_buffer(self) -> Optional[BufferAndBacklog]:
+        if self._released:
+            return None
+        return self._parent._poll()
+
+    def poll_next(self) -> Optional[Any]:
+        if self._released:
+            return None
+        result = self._parent._poll()
+        return None if result is None else result.item
+
+    def notify_data_available(self) -> None:
+        if not self._released:
+            self._listener()
+
+    def is_released(self) -> bool:
+        return self._released or self._parent.is_released()
+
+    def get_failure_cause(self) -> Optional[BaseException]:
+        return self._parent.get_release_cause()
+
+    def get_buffers_in_backlog(self) -> int:
+        return self._parent.get_buffers_in_backlog()
+
+    def release(self) -> None:
+        if self._released:
+            return
+        self._released = True
+        self._parent._on_view_released()
+
+    def __repr__(self) -> str:
+        return f"PipelinedSubpartitionView({self._parent!r}, released={self._released})"

@@ -1,0 +1,48 @@
+"""The reading end of a subpartition (Flink's ``ResultSubpartitionView``).
+
+A local input channel polls a view directly from the consuming task's thread; a later remote
+sender (Flink's ``CreditBasedSequenceNumberingViewReader``) will poll the same interface from a
+network thread.
+"""
+
+from __future__ import annotations
+
+import abc
+from typing import Any, Optional
+
+from .result_subpartition import BufferAndBacklog
+
+__all__ = ["ResultSubpartitionView"]
+
+
+class ResultSubpartitionView(abc.ABC):
+    """Reads one subpartition in order. Exactly one thread polls a view."""
+
+    @abc.abstractmethod
+    def get_next_buffer(self) -> Optional[BufferAndBacklog]:
+        """The next entry with availability and backlog, or ``None`` if nothing is queued now
+        (or the view is released). Never blocks."""
+
+    def poll_next(self) -> Optional[Any]:
+        """The next buffer or event, or ``None`` if nothing is queued now. Never blocks."""
+        result = self.get_next_buffer()
+        return None if result is None else result.item
+
+    @abc.abstractmethod
+    def notify_data_available(self) -> None:
+        """Called by the subpartition when it goes from empty to non-empty (or is released by
+        the producer); forwards to the availability listener."""
+
+    @abc.abstractmethod
+    def is_released(self) -> bool:
+        """Whether the view, or its subpartition (by the producer), was released."""
+
+    @abc.abstractmethod
+    def get_failure_cause(self) -> Optional[BaseException]:
+        """The cause the producer gave when releasing the subpartition, if any."""
+
+    @abc.abstractmethod
+    def release(self) -> None:
+        """Consumer-side release: the consumer is done (after EndOfPartition) or cancelled.
+        Recycles whatever is still queued and tells the partition this subpartition is consumed.
+        Idempotent."""

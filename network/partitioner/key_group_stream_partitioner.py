@@ -1,0 +1,156 @@
+"""HASH: records with the same key go to the consumer subtask owning the key's key group
+(Flink's ``KeyGroupStreamPartitioner``), the exchange behind ``key_by``."""
+
+from __future__ import annotations
+
+import reprlib
+from typing import Any, Callable, Optional
+
+from rill.state.key_groups import (
+    UnsupportedKeyError,
+    assign_to_key_group,
+    check_parallelism_preconditions,
+    compute_operator_index_for_key_group,
+)
+
+from .stream_partitioner import Split, StreamPartitioner, bucket_by_channel, resolve_key_selector
+
+__all__ = ["KeyGroupStreamPartitioner", "KeySelectionError", "DEFAULT_KEY_CACHE_SIZE"]
+
+#: Default bound on the key -> channel cache (entries).
+DEFAULT_KEY_CACHE_SIZE = 1 << 16
+
+_repr = reprlib.Repr()
+_repr.maxstring = 80
+_repr.maxother = 80
+
+
+class KeySelectionError(TypeError):
+    """A record's key cannot be assigned to a key group (it has no stable hash: a list, dict,
+    set or arbitrary object). The message names the record and the key's type; the task adds
+    the operator's name.
+
+    :ivar value: the record. :ivar key: its key.
+    """
+
+    def __init__(self, message: str, value: Any, key: Any) -> None:
+        super().__init__(message)
+        self.value = value
+        self.key = key
+
+
+class KeyGroupStreamPartitioner(StreamPartitioner):
+    """Channel of a record = ``compute_operator_index_for_key_group(max_parallelism, n,
+    assign_to_key_group(key_selector(record), max_parallelism))``, consistent with
+    :mod:`rill.state.key_groups`, so a record reaches the subtask that holds its keyed state.
+
+    :param key_selector: a :class:`~rill.datastream.functions.KeySelector` or a callable
+        ``record -> key``.
+    :param max_parallelism: the number of key groups (1..32768).
+    :param key_cache_size: bound on the per-instance cache ``key -> channel`` (entries; cleared
+        when exceeded). Hashing a key costs microseconds in Python; the cache makes repeated keys
+        one dict lookup. Keys that compare equal share a cache entry.
+    :raises ValueError: for a bad ``max_parallelism``; at :meth:`setup`, if the number of
+        channels exceeds it.
+
+    Cost per record: the key selector call plus one dict lookup (C-level ``map``), then one
+    append to bucket the record.
+    """
+
+    def __init__(
+        self,
+        key_selector: Any,
+        max_parallelism: int,
+        key_cache_size: int = DEFAULT_KEY_CACHE_SIZE,
+    ) -> None:
+        super().__init__()
+        check_parallelism_preconditions(1, max_parallelism)
+        self.key_selector = key_selector
+        self._get_key: Callable[[Any], Any] = resolve_key_selector(key_selector)
+        self.max_parallelism = max_parallelism
+        self.key_cache_size = key_cache_size
+        self._cache: dict[Any, int] = {}
+
+    def setup(self, number_of_channels: int) -> None:
+        super().setup(number_of_channels)
+        check_parallelism_preconditions(number_of_channels, self.max_parallelism)
+        self._cache = {}
+
+    def _channel_of_key(self, value: Any, key: Any) -> int:
+        """Compute (and cache) the channel of ``key``; converts key errors."""
+        try:
+            channel = compute_operator_index_for_key_group(
+                self.max_parallelism,
+                self.number_of_channels,
+                assign_to_key_group(key, self.max_parallelism),
+            )
+            self._cache[key] = channel
+        except (UnsupportedKeyError, TypeError) as error:
+            raise self._key_error(value, key, error) from error
+        return channel
+
+    @staticmethod
+    def _key_error(value: Any, key: Any, error: BaseException) -> KeySelectionError:
+        return KeySelectionError(
+            f"Cannot partition record {_repr.repr(value)} by key: its key {_repr.repr(key)} of "
+            f"type {type(key).__name__} cannot be assigned to a key group ({error})",
+            value,
+            key,
+        )
+
+    def select_channel(self, value: Any) -> int:
+        key = self._get_key(value)
+        try:
+            channel = self._cache.get(key)
+        except TypeError as error:  # unhashable key
+            raise self._key_error(value, key, error) from error
+        if channel is None:
+            channel = self._channel_of_key(value, key)
+            if len(self._cache) > self.key_cache_size:
+                self._cache.clear()
+        return channel
+
+    def split(self, values: list, timestamps: Optional[list] = None) -> list[Split]:
+        n = self._check_setup()
+        if not values:
+            return []
+        keys = list(map(self._get_key, values))
+        cache = self._cache
+        try:
+            channels = list(map(cache.get, keys))
+        except TypeError:
+            channels = self._channels_slow(values, keys)
+        else:
+            if None in channels:
+                channel_of_key = self._channel_of_key
+                for i, channel in enumerate(channels):
+                    if channel is None:
+                        # an earlier miss in this batch may have filled the cache
+                        channel = cache.get(keys[i])
+                        channels[i] = channel if channel is not None else channel_of_key(values[i], keys[i])
+        if len(cache) > self.key_cache_size:
+            cache.clear()
+        if n == 1:
+            return [(0, values, timestamps)]
+        return bucket_by_channel(values, timestamps, channels, n)
+
+    def _channels_slow(self, values: list, keys: list) -> list[int]:
+        """Record-by-record path for a batch holding an unhashable key: raises for the first one
+        (records before it are fine, and nothing was emitted yet)."""
+        return [self.select_channel_for_key(value, key) for value, key in zip(values, keys)]
+
+    def select_channel_for_key(self, value: Any, key: Any) -> int:
+        """The channel of a record whose key is already known (``value`` is for messages)."""
+        try:
+            channel = self._cache.get(key)
+        except TypeError as error:
+            raise self._key_error(value, key, error) from error
+        return channel if channel is not None else self._channel_of_key(value, key)
+
+    def copy(self) -> "KeyGroupStreamPartitioner":
+        duplicate = KeyGroupStreamPartitioner(self.key_selector, self.max_parallelism, self.key_cache_size)
+        duplicate.number_of_channels = self.number_of_channels
+        return duplicate
+
+    def __str__(self) -> str:
+        return "HASH"

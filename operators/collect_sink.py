@@ -1,0 +1,103 @@
+"""Collecting sink behind ``execute_and_collect`` and ``CollectSink``.
+
+Rill difference: Flink's ``CollectSinkFunction`` streams results to the client through a
+socket coordinated by the JobMaster. In embedded mode the job runs in the client's process,
+so subtasks hand batches to a :class:`CollectChannel` (a thread-safe queue) that the client
+iterates; the channel is found by id in a process-wide registry because operators are copied
+per subtask.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import uuid
+from typing import Any, Dict, List, Optional
+
+from rill.operators.base import AbstractStreamOperator
+
+__all__ = ["CollectChannel", "CollectSinkOperator", "register_channel", "get_channel", "release_channel"]
+
+_END = object()
+_registry: Dict[str, "CollectChannel"] = {}
+_registry_lock = threading.Lock()
+
+
+class CollectChannel:
+    """Batches of collected records, in arrival order, plus the end-of-job signal.
+
+    ``max_batches`` bounds the queue so a slow reader back-pressures the job instead of
+    buffering the whole output (0: unbounded, used by ``CollectSink``)."""
+
+    def __init__(self, channel_id: str, max_batches: int = 0):
+        self.channel_id = channel_id
+        self._queue: "queue.Queue[Any]" = queue.Queue(max_batches)
+        self.error: Optional[BaseException] = None
+
+    def put_batch(self, values: List[Any]) -> None:
+        self._queue.put(values)
+
+    def end(self, error: Optional[BaseException] = None) -> None:
+        self.error = error
+        self._queue.put(_END)
+
+    def get_batch(self, timeout_s: Optional[float] = None) -> Optional[List[Any]]:
+        """The next batch, or ``None`` once the job has ended (raises its error if it failed)."""
+        item = self._queue.get(timeout=timeout_s)
+        if item is _END:
+            self._queue.put(_END)  # stay ended for later callers
+            if self.error is not None:
+                raise self.error
+            return None
+        return item
+
+    def drain(self) -> List[Any]:
+        out: List[Any] = []
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                return out
+            if item is _END:
+                self._queue.put(_END)
+                return out
+            out.extend(item)
+
+
+def register_channel(max_batches: int = 0) -> CollectChannel:
+    channel = CollectChannel(uuid.uuid4().hex, max_batches)
+    with _registry_lock:
+        _registry[channel.channel_id] = channel
+    return channel
+
+
+def get_channel(channel_id: str) -> CollectChannel:
+    with _registry_lock:
+        try:
+            return _registry[channel_id]
+        except KeyError:
+            raise RuntimeError(
+                f"Collect channel {channel_id} is not registered in this process: collecting "
+                "sinks deliver results only to the process that submitted the job"
+            ) from None
+
+
+def release_channel(channel_id: str) -> None:
+    with _registry_lock:
+        _registry.pop(channel_id, None)
+
+
+class CollectSinkOperator(AbstractStreamOperator):
+    """Hands each batch to the registered :class:`CollectChannel` ``channel_id``."""
+
+    def __init__(self, channel_id: str):
+        self.channel_id = channel_id
+
+    def open(self) -> None:
+        self._channel = get_channel(self.channel_id)
+
+    def process_batch(self, values, timestamps=None) -> None:
+        self._channel.put_batch(list(values))
+
+    def process_watermark(self, watermark) -> None:
+        pass

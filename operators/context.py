@@ -1,0 +1,55 @@
+"""What a StreamTask hands each operator at ``setup`` (Flink spreads this over
+``StreamOperatorParameters``, ``StreamConfig`` and ``StreamingRuntimeContext``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, Optional
+
+__all__ = ["StreamOperatorContext"]
+
+
+@dataclass
+class StreamOperatorContext:
+    """Runtime facts and services of one operator in one subtask.
+
+    :param task_name: the vertex name, e.g. ``"Filter -> Sink: Print to Std. Out"``.
+    :param operator_name: this operator's name, e.g. ``"Filter"``.
+    :param operator_id: the operator's 32-hex-character id (its StreamGraph hash).
+    :param subtask_index: 0-based index of this subtask.
+    :param parallelism: number of parallel subtasks of the vertex.
+    :param max_parallelism: number of key groups.
+    :param attempt_number: 0 for the first execution attempt.
+    :param processing_time_service: the task's ``ProcessingTimeService`` (timers run as mails).
+    :param key_selector: the state key selector for keyed operators, else ``None``.
+    :param keyed_state_backend: a ``HeapKeyedStateBackend`` for keyed operators, else ``None``.
+    :param timer_service_manager: keyed timers (``InternalTimeServiceManager``) or ``None``.
+    :param runtime_context: the user-facing ``RuntimeContext`` given to ``Function.open``.
+    :param mailbox_executor: submits actions to the task's mailbox (thread-safe).
+    :param job_parameters: global job parameters (str → str).
+    :param metrics: the operator's metric counters (``OperatorMetrics``) or ``None``.
+    :param operator_coordinator: for sources, the job's ``SourceCoordinator`` handing out splits.
+    :param records_per_batch: how many records a source emits per mailbox default action.
+    """
+
+    task_name: str
+    operator_name: str
+    operator_id: str
+    subtask_index: int
+    parallelism: int
+    max_parallelism: int
+    attempt_number: int = 0
+    processing_time_service: Any = None
+    key_selector: Optional[Callable[[Any], Any]] = None
+    keyed_state_backend: Any = None
+    timer_service_manager: Any = None
+    runtime_context: Any = None
+    mailbox_executor: Any = None
+    job_parameters: Dict[str, str] = field(default_factory=dict)
+    metrics: Any = None
+    operator_coordinator: Any = None
+    records_per_batch: int = 1024
+
+    @property
+    def task_name_with_subtasks(self) -> str:
+        return f"{self.task_name} ({self.subtask_index + 1}/{self.parallelism})"

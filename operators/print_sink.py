@@ -1,0 +1,44 @@
+"""``DataStream.print()``: one line per record on stdout (Flink's ``PrintSinkFunction``)."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, List, Optional
+
+from rill.operators.base import AbstractStreamOperator
+
+__all__ = ["PrintSinkOperator"]
+
+
+class PrintSinkOperator(AbstractStreamOperator):
+    """Writes ``str(record)``, prefixed with ``"<subtask index + 1>> "`` when the sink runs with
+    parallelism > 1, as Flink's ``PrintSinkFunction`` (and ``"<identifier>:"`` before it
+    when a sink identifier is given). One write per batch.
+
+    :param to_error: write to stderr instead of stdout.
+    """
+
+    def __init__(self, sink_identifier: Optional[str] = None, to_error: bool = False):
+        self.sink_identifier = sink_identifier
+        self.to_error = to_error
+
+    def open(self) -> None:
+        prefix = ""
+        if self.sink_identifier:
+            prefix = self.sink_identifier + ":"
+        if self.context.parallelism > 1:
+            prefix += f"{self.context.subtask_index + 1}> "
+        elif self.sink_identifier:
+            prefix += " "
+        self._prefix = prefix
+
+    def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
+        stream = sys.stderr if self.to_error else sys.stdout
+        p = self._prefix
+        stream.write("".join(f"{p}{v}\n" for v in values))
+
+    def process_watermark(self, watermark) -> None:
+        pass
+
+    def finish(self) -> None:
+        (sys.stderr if self.to_error else sys.stdout).flush()

@@ -1,0 +1,317 @@
+"""``ProcessOperator`` and ``KeyedProcessOperator``: the operators around ``ProcessFunction``
+and ``KeyedProcessFunction`` (Flink's classes of the same names,
+``org.apache.flink.streaming.api.operators``; PyFlink's operator names ``"Process"`` and
+``"KeyedProcess"``).
+
+Outputs follow PyFlink's convention: ``process_element`` and ``on_timer`` yield (or return an
+iterable of) output values; a yielded 2-tuple whose first item is an
+:class:`~rill.operators.output_tag.OutputTag` goes to that side output instead. Returning
+``None`` emits nothing.
+
+Output timestamps follow Flink's ``TimestampedCollector``: records emitted while processing an
+element carry its timestamp (or none); records emitted from an event-time timer carry the
+timer's timestamp; records emitted from a processing-time timer carry none.
+
+Errors raised by the user function propagate unchanged. Within a batch, the main outputs of the
+records before the failing one are emitted before the error propagates (side outputs are
+emitted as they are yielded), as record-at-a-time processing would have done.
+"""
+
+from __future__ import annotations
+
+from typing import Any, List, Optional
+
+from rill.datastream.functions import KeyedProcessFunction, ProcessFunction, TimerService
+from rill.operators.base import AbstractUdfStreamOperator, Output
+from rill.operators.output_tag import OutputTag
+from rill.operators.timer_service import InternalTimer, InternalTimerService, TimeDomain, Triggerable
+from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.state.api import VOID_NAMESPACE
+
+__all__ = [
+    "ProcessOperator",
+    "KeyedProcessOperator",
+    "SimpleTimerService",
+    "TimeDomain",
+    "UNSUPPORTED_REGISTER_TIMER_MSG",
+    "UNSUPPORTED_DELETE_TIMER_MSG",
+]
+
+#: Flink's messages (``ProcessOperator.ContextImpl``).
+UNSUPPORTED_REGISTER_TIMER_MSG = "Setting timers is only supported on a keyed streams."
+UNSUPPORTED_DELETE_TIMER_MSG = "Deleting timers is only supported on a keyed streams."
+
+
+def _emit(result: Any, out: List[Any], out_ts: Optional[List[Any]], t: Any, collect_side: Any) -> None:
+    """Sort the values of ``result`` into ``out`` (and ``t`` into ``out_ts``) or side outputs."""
+    for item in result:
+        if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+            collect_side(item[0], item[1], t)
+        else:
+            out.append(item)
+            if out_ts is not None:
+                out_ts.append(t)
+
+
+# -- non-keyed ------------------------------------------------------------------------------
+
+class _NonKeyedTimerService(TimerService):
+    """Time without timers (Flink's ``ProcessOperator.ContextImpl`` timer methods)."""
+
+    __slots__ = ("_operator",)
+
+    def __init__(self, operator: "ProcessOperator") -> None:
+        self._operator = operator
+
+    def current_processing_time(self) -> int:
+        return self._operator.context.processing_time_service.get_current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._operator._current_watermark
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        raise NotImplementedError(UNSUPPORTED_REGISTER_TIMER_MSG)
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        raise NotImplementedError(UNSUPPORTED_REGISTER_TIMER_MSG)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        raise NotImplementedError(UNSUPPORTED_DELETE_TIMER_MSG)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        raise NotImplementedError(UNSUPPORTED_DELETE_TIMER_MSG)
+
+
+class _ProcessContext(ProcessFunction.Context):
+    __slots__ = ("_timer_service", "_timestamp")
+
+    def __init__(self, timer_service: TimerService) -> None:
+        self._timer_service = timer_service
+        self._timestamp: Optional[int] = None
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def timestamp(self) -> Optional[int]:
+        """The current record's timestamp (epoch ms), or ``None`` if it has none."""
+        return self._timestamp
+
+
+class ProcessOperator(AbstractUdfStreamOperator):
+    """Runs a ``ProcessFunction`` on a non-keyed stream (Flink's ``ProcessOperator``; PyFlink's
+    operator name ``"Process"``).
+
+    ``ctx.timestamp()`` is the record's timestamp or ``None``; ``ctx.timer_service()`` gives
+    ``current_processing_time()`` and ``current_watermark()`` (``MIN_TIMESTAMP`` before the
+    first watermark); registering or deleting a timer raises ``NotImplementedError`` with
+    Flink's message "Setting timers is only supported on a keyed streams."
+
+    :param user_function: a ``ProcessFunction``.
+    """
+
+    default_name = "Process"
+
+    def setup(self, context: Any, output: Output) -> None:
+        super().setup(context, output)
+        self._process = self.user_function.process_element
+        self._current_watermark = MIN_TIMESTAMP
+        self._ctx = _ProcessContext(_NonKeyedTimerService(self))
+
+    def process_watermark(self, watermark: Watermark) -> None:
+        super().process_watermark(watermark)
+        self._current_watermark = watermark.timestamp
+
+    def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
+        self.process_batch([value], None if timestamp is None else [timestamp])
+
+    def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
+        process = self._process
+        ctx = self._ctx
+        collect_side = self.output.collect_side
+        out: List[Any] = []
+        out_ts: Optional[List[int]] = None
+        try:
+            if timestamps is None:
+                ctx._timestamp = None
+                for value in values:
+                    result = process(value, ctx)
+                    if result is not None:
+                        _emit(result, out, None, None, collect_side)
+            else:
+                out_ts = []
+                for value, t in zip(values, timestamps):
+                    ctx._timestamp = t
+                    result = process(value, ctx)
+                    if result is not None:
+                        _emit(result, out, out_ts, t, collect_side)
+        finally:
+            if out:
+                self.output.collect_batch(out, out_ts)
+
+
+# -- keyed --------------------------------------------------------------------------------
+
+class SimpleTimerService(TimerService):
+    """The user-facing ``TimerService`` of a keyed operator: timers in ``VOID_NAMESPACE`` of an
+    ``InternalTimerService``, for the current key (Flink's ``SimpleTimerService``). Times are
+    epoch ms."""
+
+    __slots__ = ("_internal",)
+
+    def __init__(self, internal_timer_service: InternalTimerService) -> None:
+        self._internal = internal_timer_service
+
+    def current_processing_time(self) -> int:
+        return self._internal.current_processing_time()
+
+    def current_watermark(self) -> int:
+        return self._internal.current_watermark()
+
+    def register_processing_time_timer(self, timestamp: int) -> None:
+        self._internal.register_processing_time_timer(VOID_NAMESPACE, timestamp)
+
+    def register_event_time_timer(self, timestamp: int) -> None:
+        self._internal.register_event_time_timer(VOID_NAMESPACE, timestamp)
+
+    def delete_processing_time_timer(self, timestamp: int) -> None:
+        self._internal.delete_processing_time_timer(VOID_NAMESPACE, timestamp)
+
+    def delete_event_time_timer(self, timestamp: int) -> None:
+        self._internal.delete_event_time_timer(VOID_NAMESPACE, timestamp)
+
+
+class _KeyedContext(KeyedProcessFunction.Context):
+    __slots__ = ("_timer_service", "_timestamp", "_backend")
+
+    def __init__(self, timer_service: TimerService, backend: Any) -> None:
+        self._timer_service = timer_service
+        self._backend = backend
+        self._timestamp: Optional[int] = None
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def timestamp(self) -> Optional[int]:
+        """The current record's timestamp (epoch ms), or ``None`` if it has none."""
+        return self._timestamp
+
+    def get_current_key(self) -> Any:
+        return self._backend.get_current_key()
+
+
+class _OnTimerContext(KeyedProcessFunction.OnTimerContext):
+    __slots__ = ("_timer_service", "_timer", "_time_domain")
+
+    def __init__(self, timer_service: TimerService) -> None:
+        self._timer_service = timer_service
+        self._timer: Optional[InternalTimer] = None
+        self._time_domain: Optional[TimeDomain] = None
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+    def timestamp(self) -> Optional[int]:
+        """The firing timer's timestamp (epoch ms)."""
+        return self._timer.timestamp
+
+    def get_current_key(self) -> Any:
+        """The firing timer's key."""
+        return self._timer.key
+
+    def time_domain(self) -> TimeDomain:
+        """``TimeDomain.EVENT_TIME`` or ``TimeDomain.PROCESSING_TIME``."""
+        return self._time_domain
+
+
+class KeyedProcessOperator(AbstractUdfStreamOperator, Triggerable):
+    """Runs a ``KeyedProcessFunction`` on a keyed stream (Flink's ``KeyedProcessOperator``;
+    PyFlink's operator name ``"KeyedProcess"``).
+
+    Per record it sets the backend's current key from the state key selector
+    (``context.key_selector``), so keyed state and timers are scoped to that key;
+    ``ctx.get_current_key()`` returns it. Timers live in the internal timer service
+    ``"user-timers"``; ``on_timer(timestamp, ctx)`` runs with the timer's key current and
+    ``ctx.time_domain()`` telling ``EVENT_TIME`` from ``PROCESSING_TIME``.
+
+    :param user_function: a ``KeyedProcessFunction``.
+    :raises RuntimeError: at ``open`` if the operator has no keyed state backend, key selector
+        or timer service manager (it is not on a keyed stream).
+    :raises UnsupportedKeyError: (a ``TypeError``) for a key without a stable hash.
+    """
+
+    default_name = "KeyedProcess"
+    TIMER_SERVICE_NAME = "user-timers"
+
+    def open(self) -> None:
+        context = self.context
+        backend = context.keyed_state_backend
+        if backend is None or context.key_selector is None or context.timer_service_manager is None:
+            raise RuntimeError(
+                f"Operator '{context.operator_name}' ({type(self).__name__}) runs a "
+                "KeyedProcessFunction and needs a keyed stream: key_by() must come before process()"
+            )
+        selector = context.key_selector
+        self._key_of = getattr(selector, "get_key", selector)
+        self._backend = backend
+        internal = context.timer_service_manager.get_internal_timer_service(self.TIMER_SERVICE_NAME, self)
+        self._internal_timer_service = internal
+        timer_service = SimpleTimerService(internal)
+        self._ctx = _KeyedContext(timer_service, backend)
+        self._on_timer_ctx = _OnTimerContext(timer_service)
+        self._process = self.user_function.process_element
+        self._on_timer = self.user_function.on_timer
+        super().open()
+
+    def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
+        self.process_batch([value], None if timestamp is None else [timestamp])
+
+    def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
+        process = self._process
+        key_of = self._key_of
+        set_key = self._backend.set_current_key
+        ctx = self._ctx
+        collect_side = self.output.collect_side
+        out: List[Any] = []
+        out_ts: Optional[List[int]] = None
+        try:
+            if timestamps is None:
+                ctx._timestamp = None
+                for value in values:
+                    set_key(key_of(value))
+                    result = process(value, ctx)
+                    if result is not None:
+                        _emit(result, out, None, None, collect_side)
+            else:
+                out_ts = []
+                for value, t in zip(values, timestamps):
+                    set_key(key_of(value))
+                    ctx._timestamp = t
+                    result = process(value, ctx)
+                    if result is not None:
+                        _emit(result, out, out_ts, t, collect_side)
+        finally:
+            if out:
+                self.output.collect_batch(out, out_ts)
+
+    # -- Triggerable ------------------------------------------------------------------------
+    def on_event_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.EVENT_TIME, timer.timestamp)
+
+    def on_processing_time(self, timer: InternalTimer) -> None:
+        self._fire(timer, TimeDomain.PROCESSING_TIME, None)
+
+    def _fire(self, timer: InternalTimer, domain: TimeDomain, out_timestamp: Optional[int]) -> None:
+        ctx = self._on_timer_ctx
+        ctx._timer = timer
+        ctx._time_domain = domain
+        out: List[Any] = []
+        out_ts: Optional[List[int]] = None if out_timestamp is None else []
+        try:
+            result = self._on_timer(timer.timestamp, ctx)
+            if result is not None:
+                _emit(result, out, out_ts, out_timestamp, self.output.collect_side)
+        finally:
+            ctx._timer = None
+            ctx._time_domain = None
+            if out:
+                self.output.collect_batch(out, out_ts)

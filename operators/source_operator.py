@@ -1,0 +1,73 @@
+"""The operator that runs a FLIP-27 source inside a source task (Flink's ``SourceOperator``).
+
+The task's mailbox default action calls :meth:`SourceOperator.emit_next` which emits at most
+one batch and says whether more input is available, so mails (timers, checkpoints, cancel)
+run between batches and a source never monopolizes its task thread.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Iterator, List, Optional
+
+from rill.operators.base import AbstractStreamOperator, ChainingStrategy
+from rill.runtime.streamrecord import MAX_WATERMARK
+
+__all__ = ["SourceOperator", "InputStatus"]
+
+
+class InputStatus(enum.Enum):
+    """Flink's ``DataInputStatus``."""
+
+    MORE_AVAILABLE = "MORE_AVAILABLE"
+    NOTHING_AVAILABLE = "NOTHING_AVAILABLE"
+    END_OF_INPUT = "END_OF_INPUT"
+
+
+class SourceOperator(AbstractStreamOperator):
+    """Pulls splits from the job's ``SourceCoordinator`` (``context.operator_coordinator``) and
+    reads them with the source's reader, one batch per :meth:`emit_next`.
+
+    At the end of a bounded input it emits ``MAX_WATERMARK`` (Flink does the same, so
+    event-time timers and windows fire at the end of bounded jobs).
+    """
+
+    chaining_strategy = ChainingStrategy.HEAD
+
+    def __init__(self, source: Any):
+        self.source = source
+        self._reader = None
+        self._batches: Optional[Iterator[List[Any]]] = None
+        self._finished = False
+
+    def open(self) -> None:
+        self._reader = self.source.create_reader()
+        self._reader.open(self.context.subtask_index, self.context.parallelism)
+
+    @property
+    def progress_units(self) -> int:
+        return self._reader.progress_units if self._reader is not None else 0
+
+    def emit_next(self) -> InputStatus:
+        if self._finished:
+            return InputStatus.END_OF_INPUT
+        while True:
+            if self._batches is None:
+                split = self.context.operator_coordinator.request_split(self.context.subtask_index)
+                if split is None:
+                    self._finished = True
+                    self.output.emit_watermark(MAX_WATERMARK)
+                    return InputStatus.END_OF_INPUT
+                self._batches = iter(self._reader.read(split))
+            batch = next(self._batches, None)
+            if batch is None:
+                self._batches = None
+                continue
+            if not batch:
+                return InputStatus.NOTHING_AVAILABLE
+            self.output.collect_batch(batch, None)
+            return InputStatus.MORE_AVAILABLE
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()

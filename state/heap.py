@@ -1,0 +1,318 @@
+"""The heap keyed state backend (Flink's ``HeapKeyedStateBackend``).
+
+Keyed state lives in Python dicts on the task's heap, organized by key group so that snapshots
+and rescaling can move whole key groups. One :class:`~rill.state.state_table.StateTable` per
+registered state; its layout (``key_group_maps[kg - start][namespace][key] -> value``) is
+documented in :mod:`rill.state.state_table`.
+
+Threading: a backend belongs to one subtask and is used only from its task thread (the
+mailbox loop), so nothing here takes a lock.
+
+Per-record cost: the operator calls :meth:`HeapKeyedStateBackend.set_current_key` once per
+record; it finds the key's group through a bounded cache (a dict look-up on a hit) and stores the
+key and the offset of its key group in the range. State objects read both fields directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Dict, Iterator, List, Optional
+
+from rill.state.api import VOID_NAMESPACE
+from rill.state.descriptors import StateDescriptor, StateType
+from rill.state.heap_states import (
+    AbstractHeapState,
+    HeapAggregatingState,
+    HeapListState,
+    HeapMapState,
+    HeapReducingState,
+    HeapValueState,
+)
+from rill.state.key_groups import (
+    UPPER_BOUND_MAX_PARALLELISM,
+    KeyGroupRange,
+    UnsupportedKeyError,
+    assign_to_key_group,
+)
+from rill.state.state_table import StateTable
+
+__all__ = ["HeapKeyedStateBackend", "DEFAULT_KEY_GROUP_CACHE_SIZE"]
+
+#: Entries of the key -> key-group cache before it is cleared.
+DEFAULT_KEY_GROUP_CACHE_SIZE = 100_000
+
+_ALL_NAMESPACES: Any = object()
+
+_STATE_CLASSES = {
+    StateType.VALUE: HeapValueState,
+    StateType.LIST: HeapListState,
+    StateType.MAP: HeapMapState,
+    StateType.REDUCING: HeapReducingState,
+    StateType.AGGREGATING: HeapAggregatingState,
+}
+
+
+class HeapKeyedStateBackend:
+    """Keyed state of one subtask, on the heap (Flink's ``HeapKeyedStateBackend``).
+
+    :param key_group_range: the key groups this subtask owns
+        (``compute_key_group_range_for_operator_index``); must not be empty.
+    :param max_parallelism: the operator's number of key groups, ``1..32768``; the range must
+        lie inside ``[0, max_parallelism - 1]``.
+    :param key_group_cache_size: entries of the key -> key-group cache before it is cleared.
+    :raises TypeError: if ``key_group_range`` is not a ``KeyGroupRange``.
+    :raises ValueError: for an empty range, a bad ``max_parallelism`` or a range outside it.
+    """
+
+    __slots__ = (
+        "_current_key",
+        "_kg_offset",
+        "_key_group_cache",
+        "_key_group_cache_size",
+        "key_group_range",
+        "max_parallelism",
+        "_start",
+        "_num_key_groups",
+        "_tables",
+        "_states",
+        "_disposed",
+    )
+
+    def __init__(
+        self,
+        key_group_range: KeyGroupRange,
+        max_parallelism: int,
+        key_group_cache_size: int = DEFAULT_KEY_GROUP_CACHE_SIZE,
+    ) -> None:
+        if not isinstance(key_group_range, KeyGroupRange):
+            raise TypeError(
+                f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}"
+            )
+        if type(max_parallelism) is not int or not 0 < max_parallelism <= UPPER_BOUND_MAX_PARALLELISM:
+            raise ValueError(
+                f"Maximum parallelism must be an int between 1 and {UPPER_BOUND_MAX_PARALLELISM}, "
+                f"got {max_parallelism!r}"
+            )
+        if key_group_range.get_number_of_key_groups() == 0:
+            raise ValueError(f"A keyed state backend needs key groups, got the empty {key_group_range}")
+        if key_group_range.end_key_group >= max_parallelism:
+            raise ValueError(
+                f"{key_group_range} does not fit into max parallelism {max_parallelism} "
+                f"(key groups 0..{max_parallelism - 1})"
+            )
+        if key_group_cache_size < 1:
+            raise ValueError(f"key_group_cache_size must be >= 1, got {key_group_cache_size}")
+        self.key_group_range = key_group_range
+        self.max_parallelism = max_parallelism
+        self._start = key_group_range.start_key_group
+        self._num_key_groups = key_group_range.get_number_of_key_groups()
+        self._current_key: Any = None
+        #: offset of the current key's group in the range; ``None`` until a key is set
+        self._kg_offset: Optional[int] = None
+        self._key_group_cache: Dict[Any, int] = {}
+        self._key_group_cache_size = key_group_cache_size
+        self._tables: Dict[str, StateTable] = {}
+        self._states: Dict[str, AbstractHeapState] = {}
+        self._disposed = False
+
+    # -- key context ------------------------------------------------------------------------
+    def set_current_key(self, key: Any) -> None:
+        """Make ``key`` the key that every state object of this backend reads and writes.
+
+        :raises UnsupportedKeyError: if ``key`` has no stable hash (list, dict, set, arbitrary
+            objects); the previous key stays current.
+        :raises ValueError: if the key's group is not in this backend's range (the record was
+            routed to the wrong subtask); the previous key stays current.
+        """
+        try:
+            self._kg_offset = self._key_group_cache[key]
+        except (KeyError, TypeError):
+            self._kg_offset = self._compute_key_group_offset(key)
+        self._current_key = key
+
+    def compute_key_group_offset(self, key: Any) -> int:
+        """Index of ``key``'s group in this backend's range, i.e. the index into
+        ``StateTable.key_group_maps`` (through the same cache as :meth:`set_current_key`).
+
+        For operators that write ``key_group_maps`` directly on a per-batch fast path.
+
+        :raises UnsupportedKeyError: as :meth:`set_current_key`.
+        :raises ValueError: as :meth:`set_current_key`.
+        """
+        try:
+            return self._key_group_cache[key]
+        except (KeyError, TypeError):
+            return self._compute_key_group_offset(key)
+
+    def _compute_key_group_offset(self, key: Any) -> int:
+        key_group = assign_to_key_group(key, self.max_parallelism)
+        offset = key_group - self._start
+        if not 0 <= offset < self._num_key_groups:
+            raise ValueError(
+                f"Key group {key_group} is not in {self.key_group_range}. Unless you're directly "
+                "using low level state access APIs, this is most likely caused by "
+                "non-deterministic shuffle key (hashCode and equals implementation)."
+            )
+        cache = self._key_group_cache
+        if len(cache) >= self._key_group_cache_size:
+            cache.clear()
+        try:
+            cache[key] = offset
+        except TypeError:
+            raise UnsupportedKeyError(
+                f"key of type {type(key).__name__} is unhashable: it cannot key a state table"
+            ) from None
+        return offset
+
+    def get_current_key(self) -> Any:
+        """The current key (``None`` before the first :meth:`set_current_key`)."""
+        return self._current_key
+
+    def get_current_key_group_index(self) -> int:
+        """The current key's (absolute) key group (Flink's ``getCurrentKeyGroupIndex``).
+
+        :raises RuntimeError: if no key was set.
+        """
+        if self._kg_offset is None:
+            raise RuntimeError("No key set. This method should not be called outside of a keyed context.")
+        return self._kg_offset + self._start
+
+    def get_key_group_range(self) -> KeyGroupRange:
+        """The key groups this backend owns."""
+        return self.key_group_range
+
+    def get_number_of_key_groups(self) -> int:
+        """The total number of key groups, i.e. the max parallelism (as Flink)."""
+        return self.max_parallelism
+
+    # -- state registration -----------------------------------------------------------------
+    def get_or_create_keyed_state(self, descriptor: StateDescriptor) -> AbstractHeapState:
+        """The state registered under ``descriptor.name``, created on first use, bound to the
+        backend's current key and to :data:`~rill.state.api.VOID_NAMESPACE` (the namespace is
+        reset on every call, as Flink's ``RuntimeContext.getState`` does).
+
+        :raises TypeError: if ``descriptor`` is not a ``StateDescriptor``.
+        :raises ValueError: if the name is registered with another kind of state.
+        :raises NotImplementedError: if the descriptor has TTL enabled.
+        :raises RuntimeError: after :meth:`dispose`.
+        """
+        state = self._get_or_create(descriptor)
+        state.set_current_namespace(VOID_NAMESPACE)
+        return state
+
+    def get_partitioned_state(self, namespace: Any, descriptor: StateDescriptor) -> AbstractHeapState:
+        """As :meth:`get_or_create_keyed_state`, with the state bound to ``namespace`` (any
+        hashable object; windows use the window) (Flink's ``getPartitionedState``).
+
+        :raises TypeError: if ``namespace`` is unhashable or ``descriptor`` is not a descriptor.
+        :raises ValueError, NotImplementedError, RuntimeError: as :meth:`get_or_create_keyed_state`.
+        """
+        try:
+            hash(namespace)
+        except TypeError:
+            raise TypeError(
+                f"Namespace {namespace!r} of type {type(namespace).__name__} is unhashable "
+                f"(state {getattr(descriptor, 'name', descriptor)!r})"
+            ) from None
+        state = self._get_or_create(descriptor)
+        state.set_current_namespace(namespace)
+        return state
+
+    def _get_or_create(self, descriptor: StateDescriptor) -> AbstractHeapState:
+        if self._disposed:
+            raise RuntimeError("The keyed state backend has been disposed")
+        if not isinstance(descriptor, StateDescriptor):
+            raise TypeError(f"Expected a StateDescriptor, got {descriptor!r} of type {type(descriptor).__name__}")
+        name = descriptor.name
+        if descriptor.get_ttl_config() is not None:
+            raise NotImplementedError(f"State TTL is not implemented yet (descriptor '{name}')")
+        state = self._states.get(name)
+        if state is not None:
+            registered = self._tables[name].descriptor
+            if registered.state_type is not descriptor.state_type:
+                raise ValueError(
+                    f"State '{name}' is registered as a {registered.state_type.name} state "
+                    f"({type(registered).__name__}); it cannot be accessed as a "
+                    f"{descriptor.state_type.name} state ({type(descriptor).__name__})"
+                )
+            return state
+        table = StateTable(descriptor, self.key_group_range)
+        state = _STATE_CLASSES[descriptor.state_type](self, table)
+        self._tables[name] = table
+        self._states[name] = state
+        return state
+
+    def get_state_table(self, state_name: str) -> StateTable:
+        """The :class:`StateTable` of a registered state.
+
+        :raises KeyError: if no state of that name is registered.
+        """
+        try:
+            return self._tables[state_name]
+        except KeyError:
+            raise KeyError(
+                f"No keyed state named {state_name!r} is registered (registered: {sorted(self._tables)})"
+            ) from None
+
+    def get_registered_state_names(self) -> List[str]:
+        """Names of the registered states, in registration order."""
+        return list(self._tables)
+
+    # -- whole-backend access ---------------------------------------------------------------
+    def get_keys(self, state_name: str, namespace: Any) -> Iterator[Any]:
+        """Every key with an entry of ``state_name`` in ``namespace``, key group by key group
+        (Flink's ``getKeys``); empty if no such state is registered. The keys of each key group
+        are copied before they are yielded, so the caller may modify state meanwhile."""
+        table = self._tables.get(state_name)
+        if table is None:
+            return iter(())
+        return table.get_keys(namespace)
+
+    def apply_to_all_keys(
+        self,
+        namespace: Any,
+        descriptor: StateDescriptor,
+        function: Callable[[Any, AbstractHeapState], None],
+    ) -> None:
+        """Call ``function(key, state)`` for every key with an entry of ``descriptor``'s state
+        in ``namespace``, with that key current (Flink's ``applyToAllKeys``). The function may
+        read, update or clear the state. The previous current key and the state's namespace
+        are restored afterwards (Flink leaves the last key current).
+
+        :raises: whatever :meth:`get_partitioned_state` or ``function`` raises.
+        """
+        previous = self._states.get(getattr(descriptor, "name", None))
+        previous_namespace = VOID_NAMESPACE if previous is None else previous.get_current_namespace()
+        saved_key, saved_offset = self._current_key, self._kg_offset
+        state = self.get_partitioned_state(namespace, descriptor)
+        try:
+            for key in self._tables[descriptor.name].get_keys(namespace):
+                self.set_current_key(key)
+                function(key, state)
+        finally:
+            self._current_key, self._kg_offset = saved_key, saved_offset
+            state.set_current_namespace(previous_namespace)
+
+    def num_key_value_state_entries(self, namespace: Any = _ALL_NAMESPACES) -> int:
+        """Number of (key, namespace) entries over all states (Flink's
+        ``numKeyValueStateEntries``); with ``namespace``, only that namespace's entries."""
+        if namespace is _ALL_NAMESPACES:
+            return sum(table.size() for table in self._tables.values())
+        return sum(table.size_of_namespace(namespace) for table in self._tables.values())
+
+    def dispose(self) -> None:
+        """Drop all state and registrations. The backend and its state objects must not be
+        used afterwards (registration then raises ``RuntimeError``)."""
+        for table in self._tables.values():
+            table.clear()
+        self._tables.clear()
+        self._states.clear()
+        self._key_group_cache.clear()
+        self._current_key = None
+        self._kg_offset = None
+        self._disposed = True
+
+    def __repr__(self) -> str:
+        return (
+            f"HeapKeyedStateBackend({self.key_group_range}, max_parallelism={self.max_parallelism}, "
+            f"states={list(self._tables)})"
+        )
