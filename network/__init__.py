@@ -1,0 +1,129 @@
+"""Rill's network stack: the data plane between tasks (Flink's
+``org.apache.flink.runtime.io.network``).
+
+Layout, as Flink's packages:
+
+* :mod:`rill.network.buffer` -- ``Buffer`` (a batch of records), ``LocalBufferPool``
+  (bounds buffers in flight; where backpressure blocks and is measured);
+* :mod:`rill.network.events` -- in-band events (EndOfPartition, EndOfData, CheckpointBarrier;
+  watermarks travel the same way);
+* :mod:`rill.network.partition` -- producing side: ``ResultPartition``, its
+  ``PipelinedSubpartition`` queues and their views, the process's ``ResultPartitionManager``;
+* :mod:`rill.network.partition.consumer` -- consuming side: ``InputChannel``
+  (``LocalInputChannel`` now, a credit-based ``RemoteInputChannel`` later), ``SingleInputGate``;
+* :mod:`rill.network.api.writer` -- ``RecordWriter``: batches records per channel into buffers;
+* :mod:`rill.network.partitioner` -- ``StreamPartitioner`` and Flink's partitionings.
+
+The flow of one buffer: writer thread -> ``RecordWriter`` -> ``ResultPartition.emit_buffer`` ->
+subpartition deque -> view notifies its channel -> the gate queues the channel and, if it had
+nothing to read, calls its availability listener (which wakes the consuming task's mailbox) ->
+the task's ``SingleInputGate.poll_next`` returns the buffer -> the task recycles it, freeing a
+slot of the producer's pool. Locks are taken per buffer, never per record.
+
+Public names are re-exported here; ``tests/network`` checks this surface.
+"""
+
+from .api.writer.record_writer import DEFAULT_RECORDS_PER_BUFFER, RecordWriter
+from .buffer import (
+    Buffer,
+    BufferPoolDestroyedError,
+    BufferPoolStatistics,
+    BufferRecycler,
+    LocalBufferPool,
+)
+from .events import (
+    END_OF_PARTITION_EVENT,
+    CheckpointBarrier,
+    EndOfDataEvent,
+    EndOfPartitionEvent,
+    RuntimeEvent,
+    StopMode,
+)
+from .partition import (
+    BufferAndBacklog,
+    PartitionError,
+    PartitionNotFoundError,
+    PartitionReleasedError,
+    PipelinedSubpartition,
+    PipelinedSubpartitionView,
+    ResultPartition,
+    ResultPartitionID,
+    ResultPartitionManager,
+    ResultPartitionStatistics,
+    ResultPartitionType,
+    ResultSubpartition,
+    ResultSubpartitionView,
+)
+from .partition.consumer import (
+    BufferAndAvailability,
+    BufferOrEvent,
+    InputChannel,
+    InputGate,
+    InputGateStatistics,
+    LocalInputChannel,
+    SingleInputGate,
+)
+from .partitioner import (
+    BroadcastPartitioner,
+    CustomPartitionerWrapper,
+    ForwardPartitioner,
+    GlobalPartitioner,
+    KeyGroupStreamPartitioner,
+    KeySelectionError,
+    RebalancePartitioner,
+    RescalePartitioner,
+    ShufflePartitioner,
+    StreamPartitioner,
+)
+
+__all__ = [
+    # buffer
+    "Buffer",
+    "BufferRecycler",
+    "LocalBufferPool",
+    "BufferPoolStatistics",
+    "BufferPoolDestroyedError",
+    # events
+    "RuntimeEvent",
+    "EndOfPartitionEvent",
+    "END_OF_PARTITION_EVENT",
+    "EndOfDataEvent",
+    "StopMode",
+    "CheckpointBarrier",
+    # partition
+    "ResultPartitionType",
+    "ResultPartitionID",
+    "ResultSubpartition",
+    "ResultSubpartitionView",
+    "BufferAndBacklog",
+    "PipelinedSubpartition",
+    "PipelinedSubpartitionView",
+    "ResultPartition",
+    "ResultPartitionStatistics",
+    "ResultPartitionManager",
+    "PartitionError",
+    "PartitionNotFoundError",
+    "PartitionReleasedError",
+    # consumer
+    "InputChannel",
+    "BufferAndAvailability",
+    "LocalInputChannel",
+    "InputGate",
+    "SingleInputGate",
+    "InputGateStatistics",
+    "BufferOrEvent",
+    # writer
+    "RecordWriter",
+    "DEFAULT_RECORDS_PER_BUFFER",
+    # partitioners
+    "StreamPartitioner",
+    "ForwardPartitioner",
+    "RebalancePartitioner",
+    "RescalePartitioner",
+    "ShufflePartitioner",
+    "BroadcastPartitioner",
+    "GlobalPartitioner",
+    "KeyGroupStreamPartitioner",
+    "KeySelectionError",
+    "CustomPartitionerWrapper",
+]

@@ -83,7 +83,9 @@ class CheckpointBarrier(RuntimeEvent):
     options: Any = None
 
     def get_id(self) -> int:
+        """The checkpoint id."""
         return self.checkpoint_id
 
     def get_timestamp(self) -> int:
+        """The trigger time (epoch ms)."""
         return self.timestamp

@@ -192,18 +192,24 @@ class SumAggregator(ReduceFunction):
 
     def __init__(self, position: Position = 0) -> None:
         self.position = _check_position(position, "sum")
+        self._int_position = position if type(position) is int else None
 
     def reduce(self, value1: Any, value2: Any) -> Any:
-        position = self.position
-        if type(value1) is tuple and type(value2) is tuple and type(position) is int:  # fast path
-            if position < len(value1) and position < len(value2):
-                try:
-                    total = value1[position] + value2[position]
-                except TypeError as e:
-                    raise self._add_error(value1, value2, e) from e
+        p = self._int_position
+        if p is not None and value1.__class__ is tuple and value2.__class__ is tuple:  # fast path
+            try:
+                total = value1[p] + value2[p]
+            except IndexError:
+                pass  # the general path raises the clear error
+            except TypeError as e:
+                raise self._add_error(value1, value2, e) from e
+            else:
+                if len(value1) == 2:  # (key, count) pairs: the common case
+                    return (value1[0], total) if p == 1 else (total, value1[1])
                 items = list(value1)
-                items[position] = total
+                items[p] = total
                 return tuple(items)
+        position = self.position
         i = field_index(value1, position)
         j = field_index(value2, position)
         try:
@@ -238,6 +244,7 @@ class ComparableAggregator(ReduceFunction):
         if aggregation_type is AggregationType.SUM or not isinstance(aggregation_type, AggregationType):
             raise ValueError(f"ComparableAggregator does not do {aggregation_type!r}; use SumAggregator for sums")
         self.position = _check_position(position, aggregation_type.value)
+        self._int_position = position if type(position) is int else None
         self.aggregation_type = aggregation_type
         self.first = first
         self._is_max = aggregation_type in (AggregationType.MAX, AggregationType.MAX_BY)
@@ -245,11 +252,12 @@ class ComparableAggregator(ReduceFunction):
 
     def reduce(self, value1: Any, value2: Any) -> Any:
         position = self.position
-        if type(value1) is tuple and type(value2) is tuple and type(position) is int \
-                and position < len(value1) and position < len(value2):
-            i = position
-            o1 = value1[i]
-            o2 = value2[i]
+        p = self._int_position
+        if p is not None and value1.__class__ is tuple and value2.__class__ is tuple \
+                and p < len(value1) and p < len(value2):
+            i = p
+            o1 = value1[p]
+            o2 = value2[p]
         else:
             i = field_index(value1, position)
             j = field_index(value2, position)

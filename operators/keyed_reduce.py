@@ -63,6 +63,12 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         selector = context.key_selector
         self._key_of = getattr(selector, "get_key", selector)
         self._reduce = self.user_function.reduce
+        # The backend's key -> key-group-offset cache, read directly on the fast path (the
+        # mapping is a pure function of the key, so a stale dict could only miss, never lie);
+        # misses go through compute_key_group_offset, which fills it.
+        self._key_group_cache = getattr(backend, "_key_group_cache", None)
+        if self._key_group_cache is None:
+            self._key_group_cache = {}
         open_fn = getattr(type(self.user_function), "open", None)
         self._sets_key = open_fn is not None and open_fn is not Function.open
 
@@ -75,6 +81,7 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         reduce = self._reduce
         key_of = self._key_of
         key_group_offset = self._backend.compute_key_group_offset
+        cache = self._key_group_cache
         set_key = self._backend.set_current_key if self._sets_key else None
         out: List[Any] = []
         append = out.append
@@ -83,7 +90,10 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
                 key = key_of(value)
                 if set_key is not None:
                     set_key(key)
-                by_namespace = maps[key_group_offset(key)]
+                try:
+                    by_namespace = maps[cache[key]]
+                except (KeyError, TypeError):  # not cached (or unhashable: the backend raises)
+                    by_namespace = maps[key_group_offset(key)]
                 by_key = by_namespace.get(ns)
                 if by_key is not None:
                     current = by_key.get(key)

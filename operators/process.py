@@ -10,7 +10,10 @@ iterable of) output values; a yielded 2-tuple whose first item is an
 
 Output timestamps follow Flink's ``TimestampedCollector``: records emitted while processing an
 element carry its timestamp (or none); records emitted from an event-time timer carry the
-timer's timestamp; records emitted from a processing-time timer carry none.
+timer's timestamp; records emitted from a processing-time timer carry none. Side outputs from
+``on_timer`` carry the timer's timestamp in both domains (as Flink's ``OnTimerContext.output``).
+Rill difference: a side output of an element without timestamp has no timestamp (Flink stamps
+it ``Long.MIN_VALUE``).
 
 Errors raised by the user function propagate unchanged. Within a batch, the main outputs of the
 records before the failing one are emitted before the error propagates (side outputs are
@@ -24,6 +27,7 @@ from typing import Any, List, Optional
 from rill.datastream.functions import KeyedProcessFunction, ProcessFunction, TimerService
 from rill.operators.base import AbstractUdfStreamOperator, Output
 from rill.operators.output_tag import OutputTag
+from rill.operators.simple import with_key_context
 from rill.operators.timer_service import InternalTimer, InternalTimerService, TimeDomain, Triggerable
 from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
 from rill.state.api import VOID_NAMESPACE
@@ -42,15 +46,9 @@ UNSUPPORTED_REGISTER_TIMER_MSG = "Setting timers is only supported on a keyed st
 UNSUPPORTED_DELETE_TIMER_MSG = "Deleting timers is only supported on a keyed streams."
 
 
-def _emit(result: Any, out: List[Any], out_ts: Optional[List[Any]], t: Any, collect_side: Any) -> None:
-    """Sort the values of ``result`` into ``out`` (and ``t`` into ``out_ts``) or side outputs."""
-    for item in result:
-        if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-            collect_side(item[0], item[1], t)
-        else:
-            out.append(item)
-            if out_ts is not None:
-                out_ts.append(t)
+def _is_side_output(item: Any) -> bool:
+    """PyFlink's convention: a 2-tuple whose first item is an ``OutputTag``."""
+    return item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag)
 
 
 # -- non-keyed ------------------------------------------------------------------------------
@@ -113,7 +111,7 @@ class ProcessOperator(AbstractUdfStreamOperator):
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)
-        self._process = self.user_function.process_element
+        self._process = with_key_context(self.user_function.process_element, self.user_function, context)
         self._current_watermark = MIN_TIMESTAMP
         self._ctx = _ProcessContext(_NonKeyedTimerService(self))
 
@@ -129,6 +127,7 @@ class ProcessOperator(AbstractUdfStreamOperator):
         ctx = self._ctx
         collect_side = self.output.collect_side
         out: List[Any] = []
+        append = out.append
         out_ts: Optional[List[int]] = None
         try:
             if timestamps is None:
@@ -136,14 +135,24 @@ class ProcessOperator(AbstractUdfStreamOperator):
                 for value in values:
                     result = process(value, ctx)
                     if result is not None:
-                        _emit(result, out, None, None, collect_side)
+                        for item in result:  # _is_side_output, inlined on the hot path
+                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                                collect_side(item[0], item[1], None)
+                            else:
+                                append(item)
             else:
                 out_ts = []
+                append_ts = out_ts.append
                 for value, t in zip(values, timestamps):
                     ctx._timestamp = t
                     result = process(value, ctx)
                     if result is not None:
-                        _emit(result, out, out_ts, t, collect_side)
+                        for item in result:
+                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                                collect_side(item[0], item[1], t)
+                            else:
+                                append(item)
+                                append_ts(t)
         finally:
             if out:
                 self.output.collect_batch(out, out_ts)
@@ -272,6 +281,7 @@ class KeyedProcessOperator(AbstractUdfStreamOperator, Triggerable):
         ctx = self._ctx
         collect_side = self.output.collect_side
         out: List[Any] = []
+        append = out.append
         out_ts: Optional[List[int]] = None
         try:
             if timestamps is None:
@@ -280,15 +290,25 @@ class KeyedProcessOperator(AbstractUdfStreamOperator, Triggerable):
                     set_key(key_of(value))
                     result = process(value, ctx)
                     if result is not None:
-                        _emit(result, out, None, None, collect_side)
+                        for item in result:  # _is_side_output, inlined on the hot path
+                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                                collect_side(item[0], item[1], None)
+                            else:
+                                append(item)
             else:
                 out_ts = []
+                append_ts = out_ts.append
                 for value, t in zip(values, timestamps):
                     set_key(key_of(value))
                     ctx._timestamp = t
                     result = process(value, ctx)
                     if result is not None:
-                        _emit(result, out, out_ts, t, collect_side)
+                        for item in result:
+                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                                collect_side(item[0], item[1], t)
+                            else:
+                                append(item)
+                                append_ts(t)
         finally:
             if out:
                 self.output.collect_batch(out, out_ts)
@@ -301,17 +321,23 @@ class KeyedProcessOperator(AbstractUdfStreamOperator, Triggerable):
         self._fire(timer, TimeDomain.PROCESSING_TIME, None)
 
     def _fire(self, timer: InternalTimer, domain: TimeDomain, out_timestamp: Optional[int]) -> None:
+        """Run ``on_timer``. Main outputs carry ``out_timestamp``; side outputs carry the timer's
+        timestamp in both domains (Flink's ``OnTimerContextImpl.output``)."""
         ctx = self._on_timer_ctx
         ctx._timer = timer
         ctx._time_domain = domain
         out: List[Any] = []
-        out_ts: Optional[List[int]] = None if out_timestamp is None else []
         try:
             result = self._on_timer(timer.timestamp, ctx)
             if result is not None:
-                _emit(result, out, out_ts, out_timestamp, self.output.collect_side)
+                collect_side = self.output.collect_side
+                for item in result:
+                    if _is_side_output(item):
+                        collect_side(item[0], item[1], timer.timestamp)
+                    else:
+                        out.append(item)
         finally:
             ctx._timer = None
             ctx._time_domain = None
             if out:
-                self.output.collect_batch(out, out_ts)
+                self.output.collect_batch(out, None if out_timestamp is None else [out_timestamp] * len(out))

@@ -12,18 +12,43 @@ record-at-a-time processing would have done; nothing after it is processed.
 
 Batches handed to an output are never modified afterwards, and the ``timestamps`` list of the
 input may be passed on as it is (operators must treat input lists as read-only).
+
+On a keyed stream (``context.key_selector`` set), Flink sets the record's key as the current key
+before every operator call, so a rich function may use keyed state. Rill does the same through
+:func:`with_key_context`, but only for *rich* functions (those that override ``open``: only they
+can reach keyed state), so plain callables on keyed streams pay nothing.
 """
 
 from __future__ import annotations
 
 from itertools import chain, compress
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
+from rill.datastream.functions import Function
 from rill.operators.base import AbstractUdfStreamOperator, Output
 
-__all__ = ["StreamMap", "StreamFlatMap", "StreamFilter"]
+__all__ = ["StreamMap", "StreamFlatMap", "StreamFilter", "with_key_context"]
 
 _from_iterable = chain.from_iterable
+
+
+def with_key_context(fn: Callable[..., Any], user_function: Any, context: Any) -> Callable[..., Any]:
+    """``fn`` (a method of ``user_function``), or a wrapper that first sets the backend's
+    current key from ``context.key_selector(value)`` when the operator is on a keyed stream and
+    ``user_function`` is rich (overrides ``Function.open``)."""
+    selector = context.key_selector
+    backend = context.keyed_state_backend
+    open_fn = getattr(type(user_function), "open", None)
+    if selector is None or backend is None or open_fn is None or open_fn is Function.open:
+        return fn
+    key_of = getattr(selector, "get_key", selector)
+    set_key = backend.set_current_key
+
+    def keyed(value: Any, *args: Any) -> Any:
+        set_key(key_of(value))
+        return fn(value, *args)
+
+    return keyed
 
 
 class StreamMap(AbstractUdfStreamOperator):
@@ -37,7 +62,7 @@ class StreamMap(AbstractUdfStreamOperator):
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)
-        self._map = self.user_function.map
+        self._map = with_key_context(self.user_function.map, self.user_function, context)
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
         self.output.collect(self._map(value), timestamp)
@@ -68,7 +93,7 @@ class StreamFlatMap(AbstractUdfStreamOperator):
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)
-        self._flat_map = self.user_function.flat_map
+        self._flat_map = with_key_context(self.user_function.flat_map, self.user_function, context)
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
         out: List[Any] = []
@@ -93,10 +118,16 @@ class StreamFlatMap(AbstractUdfStreamOperator):
         t = None
         try:
             for value, t in zip(values, timestamps):
-                extend(flat_map(value))
-                n = len(out) - len(out_ts)
-                if n:
-                    out_ts += [t] * n
+                result = flat_map(value)
+                cls = result.__class__
+                if cls is list or cls is tuple:
+                    extend(result)
+                    out_ts += [t] * len(result)
+                else:  # a generator or other iterable: count what it added
+                    extend(result)
+                    n = len(out) - len(out_ts)
+                    if n:
+                        out_ts += [t] * n
         finally:
             if out:
                 n = len(out) - len(out_ts)  # outputs of a generator that raised midway
@@ -117,7 +148,7 @@ class StreamFilter(AbstractUdfStreamOperator):
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)
-        self._filter = self.user_function.filter
+        self._filter = with_key_context(self.user_function.filter, self.user_function, context)
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
         if self._filter(value):

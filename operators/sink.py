@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from rill.operators.base import AbstractUdfStreamOperator, Output
+from rill.operators.simple import with_key_context
 from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
 
 __all__ = ["StreamSink", "SinkContext"]
@@ -53,7 +54,7 @@ class StreamSink(AbstractUdfStreamOperator):
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)
-        self._invoke = self.user_function.invoke
+        self._invoke = with_key_context(self.user_function.invoke, self.user_function, context)
         self._current_watermark = MIN_TIMESTAMP
         self._ctx = SinkContext(self)
 

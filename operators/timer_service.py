@@ -37,7 +37,7 @@ from __future__ import annotations
 import enum
 import heapq
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 from rill.state.key_groups import KeyGroupRange
@@ -170,10 +170,6 @@ class _TimerQueue:
         """``(timestamp, key, namespace)`` of one key group, in registration order."""
         timers = self._by_key_group[offset]
         return sorted(timers, key=timers.__getitem__)
-
-    def iter_all(self) -> Iterator[Tuple[int, Any, Any]]:
-        for timers in self._by_key_group:
-            yield from list(timers)
 
 
 class InternalTimerService:

@@ -24,6 +24,7 @@ from rill.graph.transformations import (
 from rill.network import partitioner as P
 from rill.operators.base import ChainingStrategy
 from rill.operators.factory import SimpleOperatorFactory
+from rill.state.key_groups import DEFAULT_LOWER_BOUND_MAX_PARALLELISM
 
 if TYPE_CHECKING:  # pragma: no cover
     from rill.datastream.stream_execution_environment import StreamExecutionEnvironment
@@ -165,7 +166,9 @@ class DataStream:
     def key_by(self, key_selector: Union[Callable[[Any], Any], F.KeySelector], key_type=None) -> "KeyedStream":
         ks = F.wrap(key_selector, F.KeySelector, "DataStream.key_by")
         part = PartitionTransformation(self._env._new_id(), self._transformation,
-                                       P.KeyGroupStreamPartitioner(ks.get_key, -1))
+                                       # the key-group count is set to the consumer's max parallelism when
+                                       # the JobGraph is built (Flink: ConfigurableStreamPartitioner)
+                                       P.KeyGroupStreamPartitioner(ks.get_key, DEFAULT_LOWER_BOUND_MAX_PARALLELISM))
         return KeyedStream(self._env, part, ks, key_type, self)
 
     def _partition(self, partitioner) -> "DataStream":

@@ -42,7 +42,7 @@ from rill.graph.job_graph import (
     ResultPartitionType,
 )
 from rill.graph.job_graph_generator import StreamingJobGraphGenerator
-from rill.graph.plan import plan_as_dict, render_plan, render_plan_json
+from rill.graph.plan import render_plan, render_plan_json
 from rill.graph.states import ExecutionState, JobStatus
 from rill.graph.stream_config import StreamConfig
 from rill.graph.stream_graph import StreamEdge, StreamGraph, StreamNode, is_chainable
@@ -82,7 +82,6 @@ __all__ = [
     "StreamNode",
     "StreamingJobGraphGenerator",
     "is_chainable",
-    "plan_as_dict",
     "render_plan",
     "render_plan_json",
 ]

@@ -37,7 +37,6 @@ from rill.graph.job_graph import (
     IntermediateDataSet,
     IntermediateDataSetID,
     IntermediateResultPartitionID,
-    JobEdge,
     JobGraph,
     JobVertex,
     JobVertexID,
@@ -161,6 +160,12 @@ class IntermediateResultPartition:
     def number_of_subpartitions(self) -> int:
         return len(self.consumers)
 
+    def get_number_of_subpartitions(self) -> int:
+        return len(self.consumers)
+
+    def get_producer(self) -> "ExecutionVertex":
+        return self.producer
+
     def get_partition_id(self) -> IntermediateResultPartitionID:
         return self.partition_id
 
@@ -218,6 +223,22 @@ class ExecutionVertex:
 
     def get_execution_state(self) -> ExecutionState:
         return self.current_execution.state
+
+    def get_current_execution(self) -> Execution:
+        return self.current_execution
+
+    def get_produced_partition(self, data_set_id: IntermediateDataSetID) -> IntermediateResultPartition:
+        """This subtask's partition of the result ``data_set_id``.
+
+        :raises KeyError: naming the id when this vertex does not produce it."""
+        try:
+            return self.produced_partitions[IntermediateResultPartitionID(data_set_id, self.subtask_index)]
+        except KeyError:
+            raise KeyError(f"{self.get_task_name_with_subtask_index()} produces no result {data_set_id}") from None
+
+    def get_consumed_partitions(self, input_number: int) -> List[Tuple[IntermediateResultPartition, int]]:
+        """The channels of input gate ``input_number``: ``(partition, subpartition index)``."""
+        return self.consumed[input_number]
 
     def _add_channel(self, input_number: int, partition: IntermediateResultPartition, subpartition: int) -> None:
         self.consumed[input_number].append((partition, subpartition))
@@ -327,11 +348,13 @@ def _connect_pointwise(consumers: Sequence[ExecutionVertex], result: Intermediat
 class ExecutionGraph:
     """The execution graph of one job (Flink's ``DefaultExecutionGraph``).
 
-    :param job_graph: the job graph to expand; call :meth:`attach_job_graph` (or use
-        :meth:`build`) to create the execution vertices.
+    :param job_graph: the job graph to expand.
+    :param attach: attach all of ``job_graph`` at once (in topological order); with
+        ``False`` call :meth:`attach_job_graph` yourself.
+    :raises InvalidProgramException: / :raises JobException: see :meth:`attach_job_graph`.
     """
 
-    def __init__(self, job_graph: JobGraph):
+    def __init__(self, job_graph: JobGraph, attach: bool = True):
         self.job_graph = job_graph
         self.job_id = job_graph.job_id
         self.job_name = job_graph.job_name
@@ -339,13 +362,13 @@ class ExecutionGraph:
         self.tasks: Dict[JobVertexID, ExecutionJobVertex] = {}
         self.vertices_in_creation_order: List[ExecutionJobVertex] = []
         self.intermediate_results: Dict[IntermediateDataSetID, IntermediateResult] = {}
+        if attach:
+            self.attach_job_graph()
 
     @classmethod
     def build(cls, job_graph: JobGraph) -> "ExecutionGraph":
-        """A graph with all of ``job_graph`` attached."""
-        eg = cls(job_graph)
-        eg.attach_job_graph()
-        return eg
+        """A graph with all of ``job_graph`` attached (same as ``ExecutionGraph(job_graph)``)."""
+        return cls(job_graph)
 
     def attach_job_graph(self, topologically_sorted: Optional[Sequence[JobVertex]] = None) -> None:
         """Create an ExecutionJobVertex per JobVertex and connect each to its producers

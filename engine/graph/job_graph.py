@@ -329,6 +329,17 @@ class JobVertex:
     def set_max_parallelism(self, max_parallelism: int) -> None:
         self.max_parallelism = max_parallelism
 
+    def get_effective_max_parallelism(self) -> int:
+        """The number of key groups of this vertex: its max parallelism if set, else
+        ``compute_default_max_parallelism(parallelism)`` (what Flink's scheduler derives)."""
+        if self.effective_max_parallelism > 0:
+            return self.effective_max_parallelism
+        if self.max_parallelism > 0:
+            return self.max_parallelism
+        from rill.state.key_groups import compute_default_max_parallelism
+
+        return compute_default_max_parallelism(max(self.parallelism, 1))
+
     # -- connections -------------------------------------------------------------------
     def get_inputs(self) -> List[JobEdge]:
         return self.inputs

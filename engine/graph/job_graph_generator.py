@@ -110,10 +110,9 @@ class StreamingJobGraphGenerator:
         info.members[current_id] = (chain_index, chainable, non_chainable)
 
         if current_id == start_id:
-            vertex = self._create_job_vertex(start_id, info, transitive_out_edges)
+            self._create_job_vertex(start_id, info, transitive_out_edges)
             for edge in transitive_out_edges:
                 self._connect(start_id, edge)
-            return transitive_out_edges
         return transitive_out_edges
 
     def _create_chained_name(self, node_id: int, chainable: List[StreamEdge]) -> str:

@@ -8,7 +8,6 @@ under ``"job_graph"``; the ExecutionGraph, when given, adds ``"execution_graph"`
 
 from __future__ import annotations
 
-import json
 from typing import Any, Dict, List, Optional, Sequence
 
 from rill.graph.execution_graph import ExecutionGraph
@@ -16,7 +15,7 @@ from rill.graph.job_graph import JobGraph
 from rill.graph.stream_graph import StreamGraph
 from rill.graph.transformations import Transformation
 
-__all__ = ["render_plan", "plan_as_dict", "render_plan_json"]
+__all__ = ["render_plan", "render_plan_json"]
 
 
 def _transformation_line(t: Transformation) -> str:
@@ -119,14 +118,15 @@ def render_plan(
     return "\n".join(lines) + "\n"
 
 
-def plan_as_dict(
+def render_plan_json(
     stream_graph: StreamGraph,
     job_graph: Optional[JobGraph] = None,
     execution_graph: Optional[ExecutionGraph] = None,
 ) -> Dict[str, Any]:
-    """``{"stream_graph": <Flink execution plan>, "job_graph": <Flink REST plan>,
-    "execution_graph": {"vertices": [...]}}`` (absent layers left out)."""
-    out: Dict[str, Any] = {"stream_graph": stream_graph.get_stream_graph_as_dict()}
+    """The JSON form, as a JSON-ready dict (``json.dumps`` it):
+    ``{"stream_graph": <Flink execution plan>, "job_graph": <Flink REST plan>,
+    "execution_graph": {"state", "vertices": [...]}}`` (absent layers left out)."""
+    out: Dict[str, Any] = {"stream_graph": stream_graph.get_stream_graph_as_json()}
     if job_graph is not None:
         out["job_graph"] = job_graph.to_json_plan()
     if execution_graph is not None:
@@ -157,8 +157,3 @@ def plan_as_dict(
         out["execution_graph"] = {"state": execution_graph.state.value, "vertices": vertices}
     return out
 
-
-def render_plan_json(stream_graph: StreamGraph, job_graph: Optional[JobGraph] = None,
-                     execution_graph: Optional[ExecutionGraph] = None) -> str:
-    """:func:`plan_as_dict` as pretty JSON."""
-    return json.dumps(plan_as_dict(stream_graph, job_graph, execution_graph), indent=2)

@@ -356,8 +356,9 @@ class StreamGraph:
 
         return StreamingJobGraphGenerator(self, job_id=job_id).create_job_graph()
 
-    def get_stream_graph_as_dict(self) -> Dict[str, Any]:
-        """Flink's ``JSONGenerator`` execution plan as a dict: nodes by id with sinks last;
+    def get_stream_graph_as_json(self) -> Dict[str, Any]:
+        """Flink's ``JSONGenerator`` execution plan, as a JSON-ready dict (see
+        :meth:`get_streaming_plan_as_json` for the string): nodes by id with sinks last;
         each node ``{"id", "type", "pact", "contents", "parallelism"}`` plus
         ``"predecessors": [{"id", "ship_strategy", "side"}]`` for non-sources. ``side`` is
         always ``"second"``: Flink adds the entry before testing for the first one."""
@@ -381,10 +382,10 @@ class StreamGraph:
             nodes.append(entry)
         return {"nodes": nodes}
 
-    def get_stream_graph_as_json(self) -> str:
-        """:meth:`get_stream_graph_as_dict` as pretty JSON (Flink's
+    def get_streaming_plan_as_json(self) -> str:
+        """:meth:`get_stream_graph_as_json` as a pretty JSON string (Flink's
         ``getStreamingPlanAsJSON``)."""
-        return json.dumps(self.get_stream_graph_as_dict(), indent=2)
+        return json.dumps(self.get_stream_graph_as_json(), indent=2)
 
     def __repr__(self) -> str:
         return f"StreamGraph({self.job_name!r}, {len(self.nodes)} nodes)"

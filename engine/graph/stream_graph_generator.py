@@ -21,7 +21,7 @@ edges between different parallelisms, unknown transformation types.
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 from rill.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,

@@ -79,9 +79,11 @@ class Buffer:
         return len(self.values)
 
     def get_recycler(self) -> Optional[BufferRecycler]:
+        """The pool (or other recycler) this buffer returns to; ``None`` if unpooled."""
         return self._recycler
 
     def is_recycled(self) -> bool:
+        """Whether :meth:`recycle_buffer` was called."""
         return self._recycled
 
     def recycle_buffer(self) -> None:

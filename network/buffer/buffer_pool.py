@@ -90,6 +90,7 @@ class LocalBufferPool(BufferRecycler):
 
     @property
     def name(self) -> str:
+        """The pool's name (statistics, messages)."""
         return self._name
 
     def request_buffer(self) -> Optional[Buffer]:
@@ -208,6 +209,7 @@ class LocalBufferPool(BufferRecycler):
             listener()
 
     def is_destroyed(self) -> bool:
+        """Whether :meth:`destroy` was called."""
         return self._destroyed
 
     def get_number_of_buffers(self) -> int:

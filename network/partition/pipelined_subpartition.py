@@ -157,12 +157,15 @@ class PipelinedSubpartition(ResultSubpartition):
     # ------------------------------------------------------------------ state, metrics
 
     def is_released(self) -> bool:
+        """Whether the producer or the reader released this subpartition."""
         return self._released
 
     def is_finished(self) -> bool:
+        """Whether EndOfPartition was added."""
         return self._finished
 
     def get_release_cause(self) -> Optional[BaseException]:
+        """The cause given to a producer-side :meth:`release`, if any."""
         return self._release_cause
 
     def get_buffers_in_backlog(self) -> int:
@@ -175,6 +178,7 @@ class PipelinedSubpartition(ResultSubpartition):
         return self._num_records
 
     def get_total_number_of_events(self) -> int:
+        """Events added since creation (EndOfPartition included)."""
         return self._num_events
 
     def get_number_of_queued_entries(self) -> int:
@@ -222,6 +226,7 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
         return self._parent.get_release_cause()
 
     def get_buffers_in_backlog(self) -> int:
+        """Buffers queued and not yet read (a credit-based sender's backlog)."""
         return self._parent.get_buffers_in_backlog()
 
     def release(self) -> None:

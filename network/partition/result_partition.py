@@ -107,9 +107,11 @@ class ResultPartition:
     # ------------------------------------------------------------------ producing
 
     def get_number_of_subpartitions(self) -> int:
+        """One per consuming channel."""
         return len(self._subpartitions)
 
     def get_subpartition(self, index: int) -> PipelinedSubpartition:
+        """Subpartition ``index``. :raises ValueError: if out of range."""
         self._check_index(index)
         return self._subpartitions[index]
 
@@ -222,12 +224,15 @@ class ResultPartition:
             self.buffer_pool.destroy()
 
     def is_finished(self) -> bool:
+        """Whether :meth:`finish` was called."""
         return self._finished
 
     def is_released(self) -> bool:
+        """Whether the partition was released (by its producer, manager or consumers)."""
         return self._released
 
     def get_failure_cause(self) -> Optional[BaseException]:
+        """The cause given to :meth:`release`, if any."""
         return self._release_cause
 
     def statistics(self) -> ResultPartitionStatistics:

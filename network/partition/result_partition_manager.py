@@ -87,10 +87,12 @@ class ResultPartitionManager:
         partition.release()
 
     def get_registered_partition_ids(self) -> list[ResultPartitionID]:
+        """The ids registered now, in registration order."""
         with self._lock:
             return list(self._partitions)
 
     def get_number_of_registered_partitions(self) -> int:
+        """How many partitions are registered now."""
         with self._lock:
             return len(self._partitions)
 

@@ -22,9 +22,11 @@ class ResultPartitionType(enum.Enum):
     BLOCKING = "BLOCKING"
 
     def is_pipelined(self) -> bool:
+        """Whether consumers read while the producer writes."""
         return self is not ResultPartitionType.BLOCKING
 
     def is_blocking(self) -> bool:
+        """Whether the partition is read only once complete."""
         return self is ResultPartitionType.BLOCKING
 
     def is_bounded(self) -> bool:

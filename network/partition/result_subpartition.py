@@ -77,10 +77,12 @@ class ResultSubpartition(abc.ABC):
         """
 
     @abc.abstractmethod
-    def is_released(self) -> bool: ...
+    def is_released(self) -> bool:
+        """Whether the producer or the reader released this subpartition."""
 
     @abc.abstractmethod
-    def is_finished(self) -> bool: ...
+    def is_finished(self) -> bool:
+        """Whether EndOfPartition was added."""
 
     @abc.abstractmethod
     def get_buffers_in_backlog(self) -> int:

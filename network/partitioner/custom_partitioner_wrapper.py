@@ -66,7 +66,8 @@ class CustomPartitionerWrapper(StreamPartitioner):
         channels = list(map(self._partition, keys, repeat(n)))
         # Validate per batch at C speed: only int types, all within range.
         types = set(map(type, channels))
-        if (types != {int} and not all(issubclass(t, int) for t in types)) or min(channels) < 0 or max(channels) >= n:
+        all_ints = types == {int} or all(issubclass(t, int) for t in types)
+        if not all_ints or min(channels) < 0 or max(channels) >= n:
             for value, key, channel in zip(values, keys, channels):
                 if not isinstance(channel, int) or not 0 <= channel < n:
                     raise self._bad_channel(value, key, channel)

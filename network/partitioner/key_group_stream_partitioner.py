@@ -15,8 +15,15 @@ from rill.state.key_groups import (
 
 from .stream_partitioner import Split, StreamPartitioner, bucket_by_channel, resolve_key_selector
 
-__all__ = ["KeyGroupStreamPartitioner", "KeySelectionError", "DEFAULT_KEY_CACHE_SIZE"]
+__all__ = [
+    "KeyGroupStreamPartitioner",
+    "KeySelectionError",
+    "DEFAULT_KEY_CACHE_SIZE",
+    "UNCONFIGURED_MAX_PARALLELISM",
+]
 
+#: ``max_parallelism`` of a partitioner built by ``key_by`` before the job graph configures it.
+UNCONFIGURED_MAX_PARALLELISM = -1
 #: Default bound on the key -> channel cache (entries).
 DEFAULT_KEY_CACHE_SIZE = 1 << 16
 
@@ -46,12 +53,14 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
 
     :param key_selector: a :class:`~rill.datastream.functions.KeySelector` or a callable
         ``record -> key``.
-    :param max_parallelism: the number of key groups (1..32768).
+    :param max_parallelism: the number of key groups (1..32768), or ``-1`` for "not configured
+        yet": the job graph generator then calls :meth:`configure` with the consumer's max
+        parallelism (Flink's ``ConfigurableStreamPartitioner``).
     :param key_cache_size: bound on the per-instance cache ``key -> channel`` (entries; cleared
         when exceeded). Hashing a key costs microseconds in Python; the cache makes repeated keys
         one dict lookup. Keys that compare equal share a cache entry.
-    :raises ValueError: for a bad ``max_parallelism``; at :meth:`setup`, if the number of
-        channels exceeds it.
+    :raises ValueError: for a bad ``max_parallelism``; at :meth:`setup`, if it is still
+        unconfigured or the number of channels exceeds it.
 
     Cost per record: the key selector call plus one dict lookup (C-level ``map``), then one
     append to bucket the record.
@@ -60,18 +69,36 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
     def __init__(
         self,
         key_selector: Any,
-        max_parallelism: int,
+        max_parallelism: int = UNCONFIGURED_MAX_PARALLELISM,
         key_cache_size: int = DEFAULT_KEY_CACHE_SIZE,
     ) -> None:
         super().__init__()
-        check_parallelism_preconditions(1, max_parallelism)
+        if max_parallelism != UNCONFIGURED_MAX_PARALLELISM:
+            check_parallelism_preconditions(1, max_parallelism)
         self.key_selector = key_selector
         self._get_key: Callable[[Any], Any] = resolve_key_selector(key_selector)
         self.max_parallelism = max_parallelism
         self.key_cache_size = key_cache_size
         self._cache: dict[Any, int] = {}
 
+    def configure(self, max_parallelism: int) -> None:
+        """Set the number of key groups: the consumer's max parallelism (Flink's
+        ``ConfigurableStreamPartitioner.configure``). Clears the cache.
+
+        :raises ValueError: unless ``1 <= max_parallelism <= 32768``.
+        """
+        check_parallelism_preconditions(1, max_parallelism)
+        self.max_parallelism = max_parallelism
+        self._cache = {}
+
     def setup(self, number_of_channels: int) -> None:
+        """:raises ValueError: if the max parallelism is not configured or is below
+        ``number_of_channels``."""
+        if self.max_parallelism == UNCONFIGURED_MAX_PARALLELISM:
+            raise ValueError(
+                "HASH partitioner has no max parallelism: configure(max_parallelism) must be "
+                "called (by the job graph generator) before setup()"
+            )
         super().setup(number_of_channels)
         check_parallelism_preconditions(number_of_channels, self.max_parallelism)
         self._cache = {}

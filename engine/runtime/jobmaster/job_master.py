@@ -92,7 +92,7 @@ class JobMaster:
                         partition_id=ResultPartitionID(str(irp.partition_id), str(execution.attempt_id)),
                         num_subpartitions=irp.get_number_of_subpartitions(),
                         partitioner=edge.partitioner.copy(),
-                        target_max_parallelism=consumer.get_max_parallelism(),
+                        target_max_parallelism=consumer.get_effective_max_parallelism(),
                         target_name=consumer.get_name(),
                     ))
                 gates = []

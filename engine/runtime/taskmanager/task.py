@@ -115,9 +115,9 @@ class Task:
             self.metrics.records_out = lambda: sum(w.num_records_out for w in self.record_writers)
             self.metrics.buffers_out = lambda: sum(w.num_buffers_out for w in self.record_writers)
             self.metrics.back_pressured_ns = lambda: sum(
-                p.get_buffer_pool().back_pressured_time_ns for p in self.result_partitions)
+                p.buffer_pool.back_pressured_time_ns for p in self.result_partitions)
             self.metrics.output_pool_usage = lambda: max(
-                [p.get_buffer_pool().usage() for p in self.result_partitions], default=0.0)
+                [p.buffer_pool.usage() for p in self.result_partitions], default=0.0)
             env = RuntimeEnvironment(
                 task_name=self.tdd.task_name,
                 task_name_with_subtasks=self.tdd.task_name_with_subtasks,

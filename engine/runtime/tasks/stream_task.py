@@ -128,7 +128,7 @@ class StreamTask:
         self.canceled = True
         self.mailbox_processor.cancel()
         for p in self.env.result_partitions:
-            p.get_buffer_pool().destroy()
+            p.buffer_pool.destroy()
         for g in self.env.input_gates:
             g.close()
 
@@ -204,7 +204,7 @@ class OneInputStreamTask(StreamTask):
                 attribute_error(e, self._head_name)
                 raise
             finally:
-                buffer.recycle()
+                buffer.recycle_buffer()
             return
         event = boe.event
         channel = self._offsets[gate_idx] + boe.channel_index

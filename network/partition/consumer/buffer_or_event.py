@@ -38,9 +38,11 @@ class BufferOrEvent:
         self.more_available = more_available
 
     def is_buffer(self) -> bool:
+        """Whether this holds a buffer (to process, then recycle)."""
         return self.buffer is not None
 
     def is_event(self) -> bool:
+        """Whether this holds an event."""
         return self.event is not None
 
     def __repr__(self) -> str:

@@ -42,7 +42,8 @@ class InputGate(abc.ABC):
         """Whether every channel delivered EndOfPartition."""
 
     @abc.abstractmethod
-    def get_number_of_input_channels(self) -> int: ...
+    def get_number_of_input_channels(self) -> int:
+        """The number of input channels (one per producer subpartition read)."""
 
     @abc.abstractmethod
     def close(self) -> None:

@@ -212,15 +212,19 @@ class SingleInputGate(InputGate):
         return self._num_end_of_data_channels == len(self._channels)
 
     def is_channel_finished(self, channel_index: int) -> bool:
+        """Whether channel ``channel_index`` delivered EndOfPartition."""
         return self._finished_channels[channel_index]
 
     def get_number_of_input_channels(self) -> int:
+        """The number of input channels."""
         return len(self._channels)
 
     def get_channel(self, channel_index: int) -> InputChannel:
+        """The channel with index ``channel_index``."""
         return self._channels[channel_index]
 
     def statistics(self) -> InputGateStatistics:
+        """An :class:`InputGateStatistics` snapshot (any thread)."""
         with self._lock:
             with_data = len(self._channels_with_data)
             closed = self._closed
