@@ -17,6 +17,7 @@ import time
 from typing import List, Optional
 
 from rill.datastream import stream_execution_environment as _see
+from rill.runtime.reporting import format_summary, run_progress_bar
 
 __all__ = ["main"]
 
@@ -75,7 +76,6 @@ class _ReportingJobClient:
         return self
 
     def result(self, timeout=None):
-        from rill.runtime.reporting import format_summary, run_progress_bar  # noqa: PLC0415
         if self._progress:
             run_progress_bar(self._client)
         try:
@@ -111,9 +111,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def job_args(p):
-        src = p.add_mutually_exclusive_group(required=True)
-        src.add_argument("job", nargs="?", help="the DataStream program file")
-        src.add_argument("-m", "--module", help="run a module (e.g. rill.examples.word_count)")
+        p.add_argument("job", nargs="?", help="the DataStream program file")
+        p.add_argument("-m", "--module", help="run a module instead of a file (e.g. rill.examples.word_count)")
         p.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
         p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the program")
 
@@ -128,6 +127,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     plan.add_argument("--json", action="store_true", help="JSON instead of text")
 
     args = parser.parse_args(argv)
+    if args.module and args.job:  # with -m, the first positional is already a program argument
+        args.args = [args.job] + list(args.args)
+        args.job = None
+    if not args.module and not args.job:
+        parser.error(f"{args.command}: give a job file or -m MODULE")
     if args.args and args.args[0] == "--":
         args.args = args.args[1:]
     if args.command == "run":

@@ -50,7 +50,7 @@ class StreamSink(AbstractUdfStreamOperator):
     :param user_function: a ``SinkFunction``.
     """
 
-    default_name = "Sink"
+    default_name = "Unnamed"  # DataStream.add_sink's default name
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)

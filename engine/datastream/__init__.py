@@ -1,43 +1,46 @@
-"""The DataStream API, with PyFlink's names (``pyflink.datastream``)."""
+"""The DataStream API, with PyFlink's names (``pyflink.datastream``).
 
-from rill.datastream.data_stream import CloseableIterator, DataStream, DataStreamSink, KeyedStream
-from rill.datastream.functions import (
-    AggregateFunction,
-    FilterFunction,
-    FlatMapFunction,
-    Function,
-    KeyedProcessFunction,
-    KeySelector,
-    MapFunction,
-    Partitioner,
-    ProcessFunction,
-    ReduceFunction,
-    RuntimeContext,
-    SinkFunction,
-    TimerService,
-)
-from rill.datastream.output_tag import OutputTag
-from rill.datastream.stream_execution_environment import RuntimeExecutionMode, StreamExecutionEnvironment
+Names are resolved on first access (PEP 562), so that low-level modules can import
+``rill.datastream.functions`` without pulling in the whole API (and its graph layer).
+"""
 
-__all__ = [
-    "AggregateFunction",
-    "CloseableIterator",
-    "DataStream",
-    "DataStreamSink",
-    "FilterFunction",
-    "FlatMapFunction",
-    "Function",
-    "KeyedProcessFunction",
-    "KeyedStream",
-    "KeySelector",
-    "MapFunction",
-    "OutputTag",
-    "Partitioner",
-    "ProcessFunction",
-    "ReduceFunction",
-    "RuntimeContext",
-    "RuntimeExecutionMode",
-    "SinkFunction",
-    "StreamExecutionEnvironment",
-    "TimerService",
-]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "CloseableIterator": "rill.datastream.data_stream",
+    "DataStream": "rill.datastream.data_stream",
+    "DataStreamSink": "rill.datastream.data_stream",
+    "KeyedStream": "rill.datastream.data_stream",
+    "AggregateFunction": "rill.datastream.functions",
+    "FilterFunction": "rill.datastream.functions",
+    "FlatMapFunction": "rill.datastream.functions",
+    "Function": "rill.datastream.functions",
+    "KeyedProcessFunction": "rill.datastream.functions",
+    "KeySelector": "rill.datastream.functions",
+    "MapFunction": "rill.datastream.functions",
+    "Partitioner": "rill.datastream.functions",
+    "ProcessFunction": "rill.datastream.functions",
+    "ReduceFunction": "rill.datastream.functions",
+    "RuntimeContext": "rill.datastream.functions",
+    "SinkFunction": "rill.datastream.functions",
+    "TimerService": "rill.datastream.functions",
+    "OutputTag": "rill.datastream.output_tag",
+    "RuntimeExecutionMode": "rill.datastream.stream_execution_environment",
+    "StreamExecutionEnvironment": "rill.datastream.stream_execution_environment",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rill.datastream' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__

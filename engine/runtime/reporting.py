@@ -6,6 +6,10 @@ from __future__ import annotations
 import sys
 import time
 
+# Imported here, not when the bar starts: an import in the client thread while task threads
+# hold the GIL took as long as the whole job.
+from tqdm import tqdm
+
 from rill.runtime.metrics import backpressure_level
 
 __all__ = ["run_progress_bar", "format_summary"]
@@ -15,8 +19,8 @@ def run_progress_bar(client, interval_s: float = 0.2) -> None:
     """Draw a bar of the sources' progress until the job ends. Units are whatever the sources
     count (bytes for files, records for collections); nothing is drawn when no source knows
     its total."""
-    from tqdm import tqdm  # noqa: PLC0415
-
+    # no monitor thread: this loop refreshes the bar anyway
+    tqdm.monitor_interval = 0
     done, total = client.get_source_progress()
     if not total:
         client.wait()
@@ -25,10 +29,12 @@ def run_progress_bar(client, interval_s: float = 0.2) -> None:
               desc="sources", file=sys.stderr, leave=True, dynamic_ncols=True) as bar:
         while not client.is_done():
             done, _ = client.get_source_progress()
-            bar.update(max(0, min(done, total) - bar.n))
+            bar.n = min(done, total)
+            bar.refresh()
             time.sleep(interval_s)
         done, _ = client.get_source_progress()
-        bar.update(max(0, min(done, total) - bar.n))
+        bar.n = min(done, total)
+        bar.refresh()
 
 
 def format_summary(client) -> str:
