@@ -43,16 +43,16 @@ class _CliContext:
     def intercepts_execution(self) -> bool:
         return True
 
-    def on_execute(self, env, stream_graph, collect_channel):
+    def on_execute(self, env, stream_graph, collect_channel, transformations=None):
         if self.mode == "plan":
             from rill.graph.execution_graph import ExecutionGraph  # noqa: PLC0415
             from rill.graph.plan import render_plan, render_plan_json  # noqa: PLC0415
             job_graph = stream_graph.get_job_graph()
             execution_graph = ExecutionGraph(job_graph)
             if self.as_json:
-                print(json.dumps(render_plan_json(stream_graph, job_graph, execution_graph), indent=2))
+                print(json.dumps(render_plan_json(stream_graph, job_graph, execution_graph, transformations), indent=2))
             else:
-                print(render_plan(stream_graph, job_graph, execution_graph))
+                print(render_plan(stream_graph, job_graph, execution_graph, transformations))
             raise _PlanAbort()
         from rill.runtime.executor import submit_job  # noqa: PLC0415
         client = submit_job(stream_graph.get_job_graph(), env.get_configuration(),

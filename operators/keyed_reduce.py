@@ -66,9 +66,7 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         # The backend's key -> key-group-offset cache, read directly on the fast path (the
         # mapping is a pure function of the key, so a stale dict could only miss, never lie);
         # misses go through compute_key_group_offset, which fills it.
-        self._key_group_cache = getattr(backend, "_key_group_cache", None)
-        if self._key_group_cache is None:
-            self._key_group_cache = {}
+        self._key_group_cache = backend.key_group_cache
         open_fn = getattr(type(self.user_function), "open", None)
         self._sets_key = open_fn is not None and open_fn is not Function.open
 

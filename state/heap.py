@@ -129,6 +129,14 @@ class HeapKeyedStateBackend:
             self._kg_offset = self._compute_key_group_offset(key)
         self._current_key = key
 
+    @property
+    def key_group_cache(self) -> Dict[Any, int]:
+        """The key → key-group-offset cache behind :meth:`set_current_key`, for operators'
+        per-batch fast paths: read it, never write it; on a miss call
+        :meth:`compute_key_group_offset`, which fills it. The same dict for the backend's life
+        (it is cleared, not replaced, when full)."""
+        return self._key_group_cache
+
     def compute_key_group_offset(self, key: Any) -> int:
         """Index of ``key``'s group in this backend's range, i.e. the index into
         ``StateTable.key_group_maps`` (through the same cache as :meth:`set_current_key`).

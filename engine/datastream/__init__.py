@@ -26,6 +26,7 @@ _EXPORTS = {
     "SinkFunction": "rill.datastream.functions",
     "TimerService": "rill.datastream.functions",
     "OutputTag": "rill.datastream.output_tag",
+    "TimeDomain": "rill.operators.timer_service",
     "RuntimeExecutionMode": "rill.datastream.stream_execution_environment",
     "StreamExecutionEnvironment": "rill.datastream.stream_execution_environment",
 }

@@ -84,16 +84,16 @@ class TimerService(abc.ABC):
     def current_watermark(self) -> int: ...
 
     def register_processing_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Setting timers is only supported on a keyed stream.")
+        raise NotImplementedError("Setting timers is only supported on a keyed streams.")
 
     def register_event_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Setting timers is only supported on a keyed stream.")
+        raise NotImplementedError("Setting timers is only supported on a keyed streams.")
 
     def delete_processing_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Deleting timers is only supported on a keyed stream.")
+        raise NotImplementedError("Deleting timers is only supported on a keyed streams.")
 
     def delete_event_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Deleting timers is only supported on a keyed stream.")
+        raise NotImplementedError("Deleting timers is only supported on a keyed streams.")
 
 
 class Function(abc.ABC):

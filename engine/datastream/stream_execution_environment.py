@@ -225,8 +225,9 @@ class StreamExecutionEnvironment:
         from rill.runtime.executor import submit_job  # noqa: PLC0415
         job_name = job_name or "Flink Streaming Job"
         if _context is not None and _context.intercepts_execution():
+            transformations = list(self._transformations)
             stream_graph = self.get_stream_graph(job_name, clear_transformations=True)
-            return _context.on_execute(self, stream_graph, _collect_channel)
+            return _context.on_execute(self, stream_graph, _collect_channel, transformations)
         _, job_graph = self._job_graph(job_name)
         return submit_job(job_graph, self._config, self._job_parameters, collect_channel=_collect_channel)
 

@@ -53,6 +53,7 @@ class StreamTask:
         self.operator_chain: Optional[OperatorChain] = None
         self.canceled = False
         self._flusher = None
+        self._cleaned_up = False
 
     # -- context for operators (called by OperatorChain) -----------------------------------
     def _operator_context(self, cfg) -> StreamOperatorContext:
@@ -106,8 +107,11 @@ class StreamTask:
         self.metrics.mark_end()
 
     def cleanup(self) -> List[BaseException]:
-        """Close operators and stop services; always called, also after failure."""
+        """Close operators and stop services; always called, also after failure; idempotent."""
         errors: List[BaseException] = []
+        if self._cleaned_up:
+            return errors
+        self._cleaned_up = True
         self.metrics.mark_end()
         try:
             self.processing_time_service.shutdown()
@@ -115,6 +119,10 @@ class StreamTask:
             errors.append(e)
         if self.operator_chain is not None:
             errors.extend(self.operator_chain.close())
+            for _, op in self.operator_chain.all_operators:
+                timers = getattr(getattr(op, "context", None), "timer_service_manager", None)
+                if timers is not None:
+                    timers.close()
         for w in self.env.record_writers:
             try:
                 w.close()
