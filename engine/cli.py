@@ -14,6 +14,7 @@ import json
 import runpy
 import sys
 import time
+import traceback
 from typing import List, Optional
 
 from rill.datastream import stream_execution_environment as _see
@@ -34,7 +35,7 @@ class _CliContext:
         self.mode = mode
         self.as_json = as_json
         self.progress = progress
-        self.results: List[object] = []
+        self.executed = False
 
     def configure(self, env) -> None:
         if self.parallelism is not None:
@@ -44,6 +45,7 @@ class _CliContext:
         return True
 
     def on_execute(self, env, stream_graph, collect_channel, transformations=None):
+        self.executed = True
         if self.mode == "plan":
             from rill.graph.execution_graph import ExecutionGraph  # noqa: PLC0415
             from rill.graph.plan import render_plan, render_plan_json  # noqa: PLC0415
@@ -97,11 +99,18 @@ def _run_program(args: argparse.Namespace, context: _CliContext) -> int:
             runpy.run_path(args.job, run_name="__main__")
     except _PlanAbort:
         return 0
+    except SystemExit as e:  # the program's own argparse/exit
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException as e:  # noqa: BLE001 - report the program's failure, not ours
+        print("".join(traceback.format_exception(e)), file=sys.stderr, end="")
+        print(f"rill: the program failed: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
     finally:
         sys.argv = argv
         _see._set_context(None)
-    if context.mode == "plan":
-        print("The program did not call execute(): there is no job to plan.", file=sys.stderr)
+    if not context.executed:
+        print("rill: the program did not call execute(): it contained no job "
+              f"to {'plan' if context.mode == 'plan' else 'run'}.", file=sys.stderr)
         return 1
     return 0
 
@@ -140,7 +149,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         ctx = _CliContext(args.parallelism, "plan", as_json=args.json)
     started = time.monotonic()
     rc = _run_program(args, ctx)
-    if args.command == "run":
+    if args.command == "run" and rc == 0:
         print(f"rill: program finished in {time.monotonic() - started:.2f} s", file=sys.stderr)
     return rc
 

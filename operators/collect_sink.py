@@ -33,22 +33,51 @@ class CollectChannel:
         self.channel_id = channel_id
         self._queue: "queue.Queue[Any]" = queue.Queue(max_batches)
         self.error: Optional[BaseException] = None
+        self._lock = threading.Lock()
+        self._ended = False  # end() was called
+        self._end_queued = False  # _END sits at the tail of the queue
+        self._closed = False  # the reader is gone: batches are dropped
 
     def put_batch(self, values: List[Any]) -> None:
-        self._queue.put(values)
+        if not self._closed:
+            self._queue.put(values)
 
     def end(self, error: Optional[BaseException] = None) -> None:
+        """Mark the end of the job. Never blocks (it runs in the thread that ends the job): when
+        the queue is full, the reader queues the end marker once it has taken a batch."""
         self.error = error
-        self._queue.put(_END)
+        self._ended = True
+        self._offer_end()
+
+    def _offer_end(self) -> None:
+        with self._lock:
+            if self._ended and not self._end_queued:
+                try:
+                    self._queue.put_nowait(_END)
+                    self._end_queued = True
+                except queue.Full:
+                    pass
+
+    def _took_end(self) -> None:
+        with self._lock:
+            self._end_queued = False
+        self._offer_end()  # stay ended for later callers
+
+    def close(self) -> None:
+        """The reader stops reading: drop queued and later batches, so that no producer stays
+        blocked on a full queue (a cancelled task could never finish)."""
+        self._closed = True
+        self.drain()
 
     def get_batch(self, timeout_s: Optional[float] = None) -> Optional[List[Any]]:
         """The next batch, or ``None`` once the job has ended (raises its error if it failed)."""
         item = self._queue.get(timeout=timeout_s)
         if item is _END:
-            self._queue.put(_END)  # stay ended for later callers
+            self._took_end()
             if self.error is not None:
                 raise self.error
             return None
+        self._offer_end()
         return item
 
     def drain(self) -> List[Any]:
@@ -59,7 +88,7 @@ class CollectChannel:
             except queue.Empty:
                 return out
             if item is _END:
-                self._queue.put(_END)
+                self._took_end()
                 return out
             out.extend(item)
 

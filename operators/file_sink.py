@@ -37,19 +37,28 @@ class FileSinkWriter:
         return self._open[bucket]
 
     def write_batch(self, values: List[Any]) -> None:
+        """Append ``values``; before each record, roll to a new part if the current one is larger
+        than the part size (Flink's ``DefaultRollingPolicy.shouldRollOnEvent``)."""
         bucket = self.sink.bucket_assigner.bucket_id()
-        entry = self._open.get(bucket) or self._new_part(bucket)
-        f, in_progress, final, size = entry
+        f, in_progress, final, size = self._open.get(bucket) or self._new_part(bucket)
         encode = self.sink.encoder.encode
-        data = b"".join([encode(v) for v in values])
-        f.write(data)
-        size += len(data)
-        if size >= self.sink.rolling_policy.part_size_bytes:
-            f.close()
-            self._pending.append((in_progress, final))
-            del self._open[bucket]
+        chunks = [encode(v) for v in values]
+        limit = self.sink.rolling_policy.part_size_bytes
+        start = 0
+        total = sum(map(len, chunks))
+        if size + total > limit:  # else no record of the batch finds the part too large
+            for i, chunk in enumerate(chunks):
+                if size > limit:
+                    f.write(b"".join(chunks[start:i]))
+                    f.close()
+                    self._pending.append((in_progress, final))
+                    f, in_progress, final, size = self._new_part(bucket)
+                    start = i
+                size += len(chunk)
         else:
-            self._open[bucket] = (f, in_progress, final, size)
+            size += total
+        f.write(b"".join(chunks[start:]))
+        self._open[bucket] = (f, in_progress, final, size)
 
     def commit(self) -> List[str]:
         """Close every open part and rename all parts to their final names; returns them."""

@@ -12,8 +12,8 @@ __all__ = ["PrintSinkOperator"]
 
 class PrintSinkOperator(AbstractStreamOperator):
     """Writes ``str(record)``, prefixed with ``"<subtask index + 1>> "`` when the sink runs with
-    parallelism > 1, as Flink's ``PrintSinkFunction`` (and ``"<identifier>:"`` before it
-    when a sink identifier is given). One write per batch.
+    parallelism > 1, as Flink's ``PrintSinkFunction``; with a sink identifier the prefix is
+    ``"<identifier>:<subtask index + 1>> "``, or ``"<identifier>> "`` at parallelism 1. One write per batch.
 
     :param to_error: write to stderr instead of stdout.
     """
@@ -23,14 +23,11 @@ class PrintSinkOperator(AbstractStreamOperator):
         self.to_error = to_error
 
     def open(self) -> None:
-        prefix = ""
-        if self.sink_identifier:
-            prefix = self.sink_identifier + ":"
+        # Flink's PrintSinkOutputWriter.open: "id:2> ", "2> ", "id> " or nothing
+        prefix = self.sink_identifier or ""
         if self.context.parallelism > 1:
-            prefix += f"{self.context.subtask_index + 1}> "
-        elif self.sink_identifier:
-            prefix += " "
-        self._prefix = prefix
+            prefix = (prefix + ":" if prefix else "") + f"{self.context.subtask_index + 1}"
+        self._prefix = prefix + "> " if prefix else ""
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         stream = sys.stderr if self.to_error else sys.stdout

@@ -388,6 +388,7 @@ class CloseableIterator:
 
     def close(self) -> None:
         from rill.operators.collect_sink import release_channel  # noqa: PLC0415
+        self._channel.close()  # unblocks sink subtasks waiting for room, so cancel can stop them
         if not self._client.is_done():
             self._client.cancel()
             self._client.wait()

@@ -63,8 +63,10 @@ def render_plan(
         lines.extend(_transformation_line(t) for t in _all_transformations(transformations))
         lines.append("")
 
-    lines.append(f"== StreamGraph '{stream_graph.job_name}' (chaining "
-                 f"{'enabled' if stream_graph.chaining_enabled else 'disabled'}) ==")
+    nodes = stream_graph.get_stream_nodes()
+    lines.append(f"== StreamGraph '{stream_graph.job_name}' ({len(nodes)} nodes, chaining "
+                 f"{'enabled' if stream_graph.chaining_enabled else 'disabled'}; partition and "
+                 f"side-output transformations are edges, so node ids may skip) ==")
     for n in stream_graph.get_stream_nodes():
         kind = "source" if n.is_source else ("sink" if n.is_sink else "operator")
         strategy = n.get_chaining_strategy()
@@ -82,8 +84,10 @@ def render_plan(
     for n in stream_graph.get_stream_nodes():
         for e in n.out_edges:
             tag = f" side_output={e.output_tag}" if e.output_tag is not None else ""
-            lines.append(f"  edge {e.source_id} -> {e.target_id} {e.partitioner}"
-                         f" type_number={e.type_number} exchange={e.exchange_mode}{tag}")
+            extra = f" type_number={e.type_number}" if e.type_number else ""
+            if str(e.exchange_mode) != "UNDEFINED":
+                extra += f" exchange={e.exchange_mode}"
+            lines.append(f"  edge {e.source_id} -> {e.target_id} {e.partitioner}{extra}{tag}")
 
     if job_graph is not None:
         lines.append("")
@@ -91,10 +95,12 @@ def render_plan(
         for v in job_graph.get_vertices_sorted_topologically_from_sources():
             lines.append(f"  vertex {v.id} '{v.name}' parallelism={v.parallelism} "
                          f"max_parallelism={v.effective_max_parallelism} task={v.invokable_class_name}")
+            names = _operator_names(v)
             for pair in v.operator_id_pairs:
                 user = (f" (user {pair.user_defined_operator_id})"
                         if pair.user_defined_operator_id is not None else "")
-                lines.append(f"    operator {pair.generated_operator_id}{user}")
+                name = names.get(str(pair.generated_operator_id), "?")
+                lines.append(f"    operator {pair.generated_operator_id} '{name}'{user}")
             for num, e in enumerate(v.inputs):
                 lines.append(f"    input {num}: from {e.source.producer.id} '{e.source.producer.name}' "
                              f"{e.ship_strategy_name} {e.distribution_pattern.value} "
@@ -118,17 +124,35 @@ def render_plan(
     return "\n".join(lines) + "\n"
 
 
+def _operator_names(vertex) -> Dict[str, str]:
+    return {str(cfg.operator_id): cfg.operator_name for cfg in vertex.stream_configs.values()}
+
+
 def render_plan_json(
     stream_graph: StreamGraph,
     job_graph: Optional[JobGraph] = None,
     execution_graph: Optional[ExecutionGraph] = None,
+    transformations: Optional[Sequence[Transformation]] = None,
 ) -> Dict[str, Any]:
     """The JSON form, as a JSON-ready dict (``json.dumps`` it):
-    ``{"stream_graph": <Flink execution plan>, "job_graph": <Flink REST plan>,
+    ``{"transformations": [...], "stream_graph": <Flink execution plan>, "job_graph": <Flink
+    REST plan, each node also listing "operators" (id, name) in Flink's order>,
     "execution_graph": {"state", "vertices": [...]}}`` (absent layers left out)."""
-    out: Dict[str, Any] = {"stream_graph": stream_graph.get_stream_graph_as_json()}
+    out: Dict[str, Any] = {}
+    if transformations is not None:
+        out["transformations"] = [
+            {"id": t.id, "type": type(t).__name__, "name": t.name, "parallelism": t.parallelism,
+             "inputs": [i.id for i in t.get_inputs()]}
+            for t in _all_transformations(transformations)
+        ]
+    out["stream_graph"] = stream_graph.get_stream_graph_as_json()
     if job_graph is not None:
         out["job_graph"] = job_graph.to_json_plan()
+        by_id = {str(v.get_id()): v for v in job_graph.get_vertices()}
+        for node in out["job_graph"]["nodes"]:
+            v = by_id[node["id"]]
+            names = _operator_names(v)
+            node["operators"] = [{"id": str(i), "name": names.get(str(i), "?")} for i in v.get_operator_ids()]
     if execution_graph is not None:
         vertices = []
         for ejv in execution_graph.get_vertices_topologically():

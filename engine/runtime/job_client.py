@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import concurrent.futures
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
-from rill.graph.states import JobStatus
+from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.metrics import TaskMetricsSnapshot
 
 __all__ = ["JobClient"]
@@ -53,6 +53,10 @@ class JobClient:
 
     def is_done(self) -> bool:
         return self._jm.result_future.done()
+
+    def get_execution_states(self) -> Dict[str, ExecutionState]:
+        """State of every task: ``"Name (i/p)"`` → ``ExecutionState``."""
+        return {t.task_name_with_subtasks: t.execution_state for t in self._jm.tasks}
 
     def get_metrics(self) -> List[TaskMetricsSnapshot]:
         """One snapshot per task (subtask), in deployment order."""

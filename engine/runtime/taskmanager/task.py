@@ -145,7 +145,9 @@ class Task:
             errors = self.invokable.cleanup()
             if errors:
                 raise errors[0]
-            self._transition({ExecutionState.RUNNING}, ExecutionState.FINISHED)
+            if not self._transition({ExecutionState.RUNNING}, ExecutionState.FINISHED):
+                # cancelled while it was finishing: Flink reports CANCELED then
+                raise CancelTaskException()
         except BaseException as e:  # noqa: BLE001 - a task reports every failure
             if self.invokable is not None:
                 try:
@@ -164,6 +166,8 @@ class Task:
                                   ExecutionState.CANCELING}, ExecutionState.FAILED)
         finally:
             self.metrics.mark_end()
+            if not self.execution_state.is_terminal():  # never leave the job waiting
+                self._finish_canceled()
 
     def _finish_canceled(self) -> None:
         for p in self.result_partitions:

@@ -18,24 +18,24 @@ EXPECTED_TEXT = """\
   [4] OneInputTransformation 'Filter' parallelism=4 inputs=[3]
   [5] SinkTransformation 'Print to Std. Out' parallelism=4 inputs=[4]
 
-== StreamGraph 'job' (chaining enabled) ==
+== StreamGraph 'job' (4 nodes, chaining enabled; partition and side-output transformations are edges, so node ids may skip) ==
   node 1 [source] 'Source: Collection Source' parallelism=1 slot_sharing_group='default' chaining=HEAD
   node 2 [operator] 'FlatMap' parallelism=4 slot_sharing_group='default' chaining=ALWAYS
   node 4 [operator] 'Filter' parallelism=4 slot_sharing_group='default' chaining=ALWAYS
   node 5 [sink] 'Sink: Print to Std. Out' parallelism=4 slot_sharing_group='default' chaining=ALWAYS
-  edge 1 -> 2 REBALANCE type_number=0 exchange=UNDEFINED
-  edge 2 -> 4 SHUFFLE type_number=0 exchange=UNDEFINED
-  edge 4 -> 5 FORWARD type_number=0 exchange=UNDEFINED
+  edge 1 -> 2 REBALANCE
+  edge 2 -> 4 SHUFFLE
+  edge 4 -> 5 FORWARD
 
 == JobGraph 'job' (3 vertices) ==
   vertex bc764cd8ddf7a0cff126f51c16239658 'Source: Collection Source' parallelism=1 max_parallelism=128 task=SourceOperatorStreamTask
-    operator bc764cd8ddf7a0cff126f51c16239658
+    operator bc764cd8ddf7a0cff126f51c16239658 'Source: Collection Source'
   vertex 0a448493b4782967b150582570326227 'FlatMap' parallelism=4 max_parallelism=128 task=OneInputStreamTask
-    operator 0a448493b4782967b150582570326227
+    operator 0a448493b4782967b150582570326227 'FlatMap'
     input 0: from bc764cd8ddf7a0cff126f51c16239658 'Source: Collection Source' REBALANCE ALL_TO_ALL data_set={ds0} PIPELINED_BOUNDED
   vertex e70bbd798b564e0a50e10e343f1ac56b 'Filter -> Sink: Print to Std. Out' parallelism=4 max_parallelism=128 task=OneInputStreamTask
-    operator 604ee7bed040266218075078a35a4449
-    operator e70bbd798b564e0a50e10e343f1ac56b
+    operator 604ee7bed040266218075078a35a4449 'Sink: Print to Std. Out'
+    operator e70bbd798b564e0a50e10e343f1ac56b 'Filter'
     input 0: from 0a448493b4782967b150582570326227 'FlatMap' SHUFFLE ALL_TO_ALL data_set={ds1} PIPELINED_BOUNDED
 """
 
@@ -66,7 +66,7 @@ def test_text_plan_shows_all_layers():
 def test_text_plan_without_optional_layers():
     _, sg, _, _ = _build()
     text = render_plan(sg)
-    assert text.startswith("== StreamGraph 'job' (chaining enabled) ==\n")
+    assert text.startswith("== StreamGraph 'job' (4 nodes, chaining enabled;")
     assert "JobGraph" not in text and "Transformations" not in text
 
 
@@ -74,7 +74,14 @@ def test_json_plan_combines_flinks_two_formats():
     _, sg, jg, eg = _build()
     d = render_plan_json(sg, jg, eg)
     assert d["stream_graph"] == sg.get_stream_graph_as_json()
-    assert d["job_graph"] == jg.to_json_plan()
+    rest = jg.to_json_plan()
+    assert {k: v for k, v in d["job_graph"].items() if k != "nodes"} == {k: v for k, v in rest.items() if k != "nodes"}
+    # Flink's REST plan nodes, each extended with the vertex's operators in Flink's order
+    assert [{k: v for k, v in n.items() if k != "operators"} for n in d["job_graph"]["nodes"]] == rest["nodes"]
+    chain = next(n for n in d["job_graph"]["nodes"] if n["id"] == "e70bbd798b564e0a50e10e343f1ac56b")
+    assert chain["operators"] == [
+        {"id": "604ee7bed040266218075078a35a4449", "name": "Sink: Print to Std. Out"},
+        {"id": "e70bbd798b564e0a50e10e343f1ac56b", "name": "Filter"}]
     assert [v["name"] for v in d["execution_graph"]["vertices"]] == [
         "Source: Collection Source", "FlatMap", "Filter -> Sink: Print to Std. Out"]
     sub = d["execution_graph"]["vertices"][2]["subtasks"][1]

