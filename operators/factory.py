@@ -3,11 +3,18 @@
 Follows Flink's ``SimpleOperatorFactory``. Graph nodes (StreamNode, JobVertex) hold a factory,
 never a running operator; each subtask gets its own operator from :meth:`create_operator`,
 a deep copy made by a cloudpickle round trip, exactly as a deployed task deserializes user code.
+
+One exception, inside one process: objects that declare ``_rill_shared_plan_object = True``
+(FLIP-27 ``Source`` s: immutable factories of per-subtask readers) are passed by reference
+instead of copied, so a collection source does not copy its elements once per subtask.
+Shipping to another process (:meth:`serialize` with ``for_shipping=True``) pickles them too.
 """
 
 from __future__ import annotations
 
-from typing import Optional
+import io
+import pickle
+from typing import Any, List, Optional
 
 import cloudpickle
 
@@ -20,6 +27,29 @@ class OperatorSerializationError(TypeError):
     """An operator (usually its user function) cannot be serialized for deployment."""
 
 
+class _InProcessPickler(cloudpickle.CloudPickler):
+    """Pickles an operator but records shared plan objects by reference."""
+
+    def __init__(self, file, shared: List[Any]):
+        super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._shared = shared
+
+    def persistent_id(self, obj: Any) -> Optional[int]:
+        if getattr(type(obj), "_rill_shared_plan_object", False):
+            self._shared.append(obj)
+            return len(self._shared) - 1
+        return None
+
+
+class _InProcessUnpickler(pickle.Unpickler):
+    def __init__(self, file, shared: List[Any]):
+        super().__init__(file)
+        self._shared = shared
+
+    def persistent_load(self, pid: int) -> Any:
+        return self._shared[pid]
+
+
 class SimpleOperatorFactory:
     """Creates per-subtask copies of a prototype operator.
 
@@ -30,7 +60,8 @@ class SimpleOperatorFactory:
     def __init__(self, operator: StreamOperator, chaining_strategy: Optional[ChainingStrategy] = None):
         self.operator = operator
         self.chaining_strategy = chaining_strategy or operator.chaining_strategy
-        self._serialized: Optional[bytes] = None
+        self._in_process: Optional[bytes] = None
+        self._shared: List[Any] = []
 
     def set_chaining_strategy(self, strategy: ChainingStrategy) -> None:
         self.chaining_strategy = strategy
@@ -39,21 +70,36 @@ class SimpleOperatorFactory:
     def operator_class(self) -> type:
         return type(self.operator)
 
-    def serialize(self, operator_name: str) -> bytes:
-        """The pickled prototype.
+    def __getstate__(self):
+        # a factory travels with its prototype only; the in-process cache is rebuilt
+        return {"operator": self.operator, "chaining_strategy": self.chaining_strategy}
 
-        :raises OperatorSerializationError: naming the operator, when cloudpickle fails.
+    def __setstate__(self, state) -> None:
+        self.__init__(state["operator"], state["chaining_strategy"])
+
+    def serialize(self, operator_name: str, for_shipping: bool = True) -> bytes:
+        """The pickled prototype (``for_shipping=False``: shared plan objects by reference,
+        loadable only in this process through :meth:`create_operator`).
+
+        :raises OperatorSerializationError: naming the operator, when pickling fails.
         """
-        if self._serialized is None:
-            try:
-                self._serialized = cloudpickle.dumps(self.operator)
-            except Exception as e:  # cloudpickle raises many kinds
-                raise OperatorSerializationError(
-                    f"The function of operator '{operator_name}' cannot be serialized for "
-                    f"deployment: {type(e).__name__}: {e}"
-                ) from e
-        return self._serialized
+        try:
+            if for_shipping:
+                return cloudpickle.dumps(self.operator)
+            if self._in_process is None:
+                buf = io.BytesIO()
+                shared: List[Any] = []
+                _InProcessPickler(buf, shared).dump(self.operator)
+                self._in_process, self._shared = buf.getvalue(), shared
+            return self._in_process
+        except Exception as e:  # cloudpickle raises many kinds
+            raise OperatorSerializationError(
+                f"The function of operator '{operator_name}' cannot be serialized for "
+                f"deployment: {type(e).__name__}: {e}"
+            ) from e
 
     def create_operator(self, operator_name: str = "?") -> StreamOperator:
-        """A fresh operator for one subtask (deep copy of the prototype)."""
-        return cloudpickle.loads(self.serialize(operator_name))
+        """A fresh operator for one subtask of this process (deep copy of the prototype,
+        sharing only shared plan objects)."""
+        data = self.serialize(operator_name, for_shipping=False)
+        return _InProcessUnpickler(io.BytesIO(data), self._shared).load()

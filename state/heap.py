@@ -38,7 +38,7 @@ from rill.state.state_table import StateTable
 __all__ = ["HeapKeyedStateBackend", "DEFAULT_KEY_GROUP_CACHE_SIZE"]
 
 #: Entries of the key -> key-group cache before it is cleared.
-DEFAULT_KEY_GROUP_CACHE_SIZE = 100_000
+DEFAULT_KEY_GROUP_CACHE_SIZE = 1 << 18
 
 _ALL_NAMESPACES: Any = object()
 

@@ -25,7 +25,7 @@ __all__ = [
 #: ``max_parallelism`` of a partitioner built by ``key_by`` before the job graph configures it.
 UNCONFIGURED_MAX_PARALLELISM = -1
 #: Default bound on the key -> channel cache (entries).
-DEFAULT_KEY_CACHE_SIZE = 1 << 16
+DEFAULT_KEY_CACHE_SIZE = 1 << 18
 
 _repr = reprlib.Repr()
 _repr.maxstring = 80
