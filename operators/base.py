@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any, List, Optional
 
-from rill.runtime.streamrecord import Watermark
+from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from rill.operators.context import StreamOperatorContext
@@ -32,8 +32,10 @@ __all__ = [
     "Output",
     "StreamOperator",
     "OneInputStreamOperator",
+    "TwoInputStreamOperator",
     "AbstractStreamOperator",
     "AbstractUdfStreamOperator",
+    "AbstractTwoInputStreamOperator",
 ]
 
 
@@ -71,6 +73,11 @@ class Output:
     def emit_watermark(self, watermark: Watermark) -> None:
         raise NotImplementedError
 
+    def emit_watermark_status(self, status: WatermarkStatus) -> None:
+        """Tell downstream that this stream went IDLE or ACTIVE (Flink's
+        ``emitWatermarkStatus``)."""
+        raise NotImplementedError
+
     def close(self) -> None:
         pass
 
@@ -99,6 +106,10 @@ class StreamOperator:
 
     def process_watermark(self, watermark: Watermark) -> None:
         raise NotImplementedError
+
+    def process_watermark_status(self, status: WatermarkStatus) -> None:
+        """The combined input went IDLE or ACTIVE; by default the status is forwarded."""
+        self.output.emit_watermark_status(status)
 
     def get_operator_name(self) -> str:
         return type(self).__name__
@@ -154,6 +165,83 @@ class AbstractStreamOperator(OneInputStreamOperator):
         if timers is not None:
             timers.advance_watermark(watermark.timestamp)
         self.output.emit_watermark(watermark)
+
+
+class TwoInputStreamOperator(StreamOperator):
+    """An operator with two inputs (Flink's ``TwoInputStreamOperator``): records of input 1
+    and input 2 arrive through ``process_batch1``/``process_batch2`` (or the per-record
+    ``process_element1``/``process_element2``), watermarks per input through
+    ``process_watermark1``/``process_watermark2``; ``end_input(input_id)`` per input."""
+
+    def process_element1(self, value: Any, timestamp: Optional[int] = None) -> None:
+        self.process_batch1([value], None if timestamp is None else [timestamp])
+
+    def process_element2(self, value: Any, timestamp: Optional[int] = None) -> None:
+        self.process_batch2([value], None if timestamp is None else [timestamp])
+
+    def process_batch1(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
+        for i, v in enumerate(values):
+            self.process_element1(v, None if timestamps is None else timestamps[i])
+
+    def process_batch2(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
+        for i, v in enumerate(values):
+            self.process_element2(v, None if timestamps is None else timestamps[i])
+
+    def process_watermark1(self, watermark: Watermark) -> None:
+        raise NotImplementedError
+
+    def process_watermark2(self, watermark: Watermark) -> None:
+        raise NotImplementedError
+
+    def end_input(self, input_id: int) -> None:
+        """Input ``input_id`` (1 or 2) is exhausted (Flink's ``BoundedMultiInput``)."""
+
+
+class AbstractTwoInputStreamOperator(AbstractStreamOperator, TwoInputStreamOperator):
+    """Combines the two inputs' watermarks as Flink's ``AbstractStreamOperator`` does: the
+    operator's watermark is the minimum of the last watermark of each input; an IDLE input is
+    left out of the minimum."""
+
+    _input1_watermark: int = MIN_TIMESTAMP
+    _input2_watermark: int = MIN_TIMESTAMP
+    _combined_watermark: int = MIN_TIMESTAMP
+    _input1_idle: bool = False
+    _input2_idle: bool = False
+
+    def _advance_combined(self) -> None:
+        marks = [w for w, idle in ((self._input1_watermark, self._input1_idle),
+                                   (self._input2_watermark, self._input2_idle)) if not idle]
+        if not marks:
+            return
+        combined = min(marks)
+        if combined > self._combined_watermark:
+            self._combined_watermark = combined
+            self.process_watermark(Watermark(combined))
+
+    def process_watermark1(self, watermark: Watermark) -> None:
+        self._input1_watermark = max(self._input1_watermark, watermark.timestamp)
+        self._advance_combined()
+
+    def process_watermark2(self, watermark: Watermark) -> None:
+        self._input2_watermark = max(self._input2_watermark, watermark.timestamp)
+        self._advance_combined()
+
+    def process_watermark_status1(self, status: WatermarkStatus) -> None:
+        self._input1_idle = status.is_idle
+        self._status_changed()
+
+    def process_watermark_status2(self, status: WatermarkStatus) -> None:
+        self._input2_idle = status.is_idle
+        self._status_changed()
+
+    def _status_changed(self) -> None:
+        both_idle = self._input1_idle and self._input2_idle
+        self.output.emit_watermark_status(WatermarkStatus.IDLE if both_idle else WatermarkStatus.ACTIVE)
+        if not both_idle:
+            self._advance_combined()
+
+    def end_input(self, input_id: int = 1) -> None:
+        pass
 
 
 class AbstractUdfStreamOperator(AbstractStreamOperator):

@@ -22,6 +22,7 @@ class StreamOperatorContext:
     :param attempt_number: 0 for the first execution attempt.
     :param processing_time_service: the task's ``ProcessingTimeService`` (timers run as mails).
     :param key_selector: the state key selector for keyed operators, else ``None``.
+    :param key_selector2: the second input's key selector of a keyed two-input operator.
     :param keyed_state_backend: a ``HeapKeyedStateBackend`` for keyed operators, else ``None``.
     :param timer_service_manager: keyed timers (``InternalTimeServiceManager``) or ``None``.
     :param runtime_context: the user-facing ``RuntimeContext`` given to ``Function.open``.
@@ -41,6 +42,7 @@ class StreamOperatorContext:
     attempt_number: int = 0
     processing_time_service: Any = None
     key_selector: Optional[Callable[[Any], Any]] = None
+    key_selector2: Optional[Callable[[Any], Any]] = None
     keyed_state_backend: Any = None
     timer_service_manager: Any = None
     runtime_context: Any = None

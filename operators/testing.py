@@ -87,6 +87,10 @@ class CollectingOutput(Output):
         assert isinstance(watermark, Watermark), f"emit_watermark: expected a Watermark, got {watermark!r}"
         self.elements.append(watermark)
 
+    def emit_watermark_status(self, status) -> None:
+        """Watermark statuses are recorded in the output like watermarks."""
+        self.elements.append(status)
+
 
 def _check_timestamp(t: Any) -> None:
     assert t is None or (type(t) is int), f"timestamps must be int epoch ms or None, got {t!r}"

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional
 
-__all__ = ["StreamRecord", "Watermark", "MAX_WATERMARK", "MIN_TIMESTAMP", "MAX_TIMESTAMP"]
+__all__ = ["StreamRecord", "Watermark", "WatermarkStatus", "MAX_WATERMARK", "MIN_TIMESTAMP", "MAX_TIMESTAMP"]
 
 #: Java's ``Long.MIN_VALUE``/``Long.MAX_VALUE``: Flink's bounds for timestamps and watermarks (ms).
 MIN_TIMESTAMP = -(1 << 63)
@@ -45,3 +45,28 @@ class Watermark:
 
 
 MAX_WATERMARK = Watermark(MAX_TIMESTAMP)
+
+
+@dataclass(frozen=True, slots=True)
+class WatermarkStatus:
+    """Whether a stream (a channel, an operator's output) currently produces watermarks
+    (Flink's ``WatermarkStatus``). An IDLE input is left out of the minimum that forms a task's
+    watermark, so an idle source partition does not hold event time back; it becomes ACTIVE
+    again with its next record or watermark."""
+
+    status: str
+
+    @property
+    def is_idle(self) -> bool:
+        return self.status == "IDLE"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status == "ACTIVE"
+
+    def __str__(self) -> str:
+        return f"WatermarkStatus({self.status})"
+
+
+WatermarkStatus.IDLE = WatermarkStatus("IDLE")  # type: ignore[attr-defined]
+WatermarkStatus.ACTIVE = WatermarkStatus("ACTIVE")  # type: ignore[attr-defined]

@@ -17,7 +17,12 @@ from typing import Any, Callable, Dict, List, Optional
 
 from rill.graph.states import ExecutionState
 from rill.runtime.metrics import TaskIOMetrics
-from rill.runtime.tasks.stream_task import CancelTaskException, OneInputStreamTask, SourceOperatorStreamTask
+from rill.runtime.tasks.stream_task import (
+    CancelTaskException,
+    OneInputStreamTask,
+    SourceOperatorStreamTask,
+    TwoInputStreamTask,
+)
 
 __all__ = ["Task", "RuntimeEnvironment", "TaskFailure"]
 
@@ -55,6 +60,7 @@ class TaskFailure:
 _INVOKABLES = {
     "SourceOperatorStreamTask": SourceOperatorStreamTask,
     "OneInputStreamTask": OneInputStreamTask,
+    "TwoInputStreamTask": TwoInputStreamTask,
 }
 
 TaskListener = Callable[["Task", ExecutionState, Optional[TaskFailure]], None]

@@ -16,7 +16,7 @@ __all__ = ["create_keyed_services"]
 def create_keyed_services(ctx: StreamOperatorContext) -> StreamOperatorContext:
     """Fill ``keyed_state_backend``, ``timer_service_manager`` (keyed operators only) and
     ``runtime_context`` of ``ctx`` in place; returns ``ctx``."""
-    if ctx.key_selector is not None:
+    if ctx.key_selector is not None or ctx.key_selector2 is not None:
         key_groups = compute_key_group_range_for_operator_index(
             ctx.max_parallelism, ctx.parallelism, ctx.subtask_index)
         backend = HeapKeyedStateBackend(key_groups, ctx.max_parallelism)

@@ -92,8 +92,11 @@ class OperatorChain:
     def end_input_and_finish(self) -> None:
         """End of input: ``end_input`` then ``finish`` per operator, head first, so what an
         operator flushes in ``finish`` reaches successors before they finish."""
+        from rill.operators.base import TwoInputStreamOperator  # noqa: PLC0415
         for cfg, op in reversed(self.all_operators):
-            for method in ("end_input", "finish"):
+            # a two-input head was told about each of its inputs' ends by the task
+            methods = ("finish",) if isinstance(op, TwoInputStreamOperator) else ("end_input", "finish")
+            for method in methods:
                 try:
                     getattr(op, method)()
                 except BaseException as e:

@@ -59,6 +59,13 @@ class ChainingOutput(Output):
             attribute_error(e, self.operator_name)
             raise
 
+    def emit_watermark_status(self, status) -> None:
+        try:
+            self.operator.process_watermark_status(status)
+        except BaseException as e:
+            attribute_error(e, self.operator_name)
+            raise
+
     def collect_side(self, output_tag, value, timestamp=None) -> None:  # pragma: no cover
         raise AssertionError("side outputs are routed by TaggedOutput")
 
@@ -87,6 +94,10 @@ class RecordWriterOutput(Output):
     def emit_watermark(self, watermark: Watermark) -> None:
         self.record_writer.emit_watermark(watermark)
 
+    def emit_watermark_status(self, status) -> None:
+        # in-band and in order with the records, like a watermark
+        self.record_writer.broadcast_event(status)
+
     def collect_side(self, output_tag, value, timestamp=None) -> None:  # pragma: no cover
         raise AssertionError("side outputs are routed by TaggedOutput")
 
@@ -109,6 +120,10 @@ class BroadcastingOutput(Output):
     def emit_watermark(self, watermark) -> None:
         for o in self.outputs:
             o.emit_watermark(watermark)
+
+    def emit_watermark_status(self, status) -> None:
+        for o in self.outputs:
+            o.emit_watermark_status(status)
 
 
 class TaggedOutput(Output):
@@ -136,12 +151,20 @@ class TaggedOutput(Output):
         for o in self.side.values():
             o.emit_watermark(watermark)
 
+    def emit_watermark_status(self, status) -> None:
+        self.main.emit_watermark_status(status)
+        for o in self.side.values():
+            o.emit_watermark_status(status)
+
 
 class _NoOutput(Output):
     def collect_batch(self, values, timestamps=None) -> None:
         pass
 
     def emit_watermark(self, watermark) -> None:
+        pass
+
+    def emit_watermark_status(self, status) -> None:
         pass
 
     def collect_side(self, output_tag, value, timestamp=None) -> None:

@@ -22,12 +22,12 @@ from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
-from rill.runtime.streamrecord import Watermark
+from rill.runtime.streamrecord import Watermark, WatermarkStatus
 from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.runtime.tasks.outputs import attribute_error
 from rill.runtime.tasks.processing_time_service import SystemProcessingTimeService
 
-__all__ = ["StreamTask", "OneInputStreamTask", "SourceOperatorStreamTask", "CancelTaskException"]
+__all__ = ["StreamTask", "OneInputStreamTask", "TwoInputStreamTask", "SourceOperatorStreamTask", "CancelTaskException"]
 
 
 class CancelTaskException(Exception):
@@ -68,6 +68,7 @@ class StreamTask:
             attempt_number=env.attempt_number,
             processing_time_service=self.processing_time_service,
             key_selector=cfg.state_key_selector,
+            key_selector2=getattr(cfg, "state_key_selector2", None),
             mailbox_executor=self.mailbox_processor.get_mailbox_executor(MailPriority.DEFAULT),
             job_parameters=dict(env.job_parameters),
             operator_coordinator=env.operator_coordinators.get(cfg.node_id),
@@ -148,27 +149,54 @@ class StreamTask:
         raise NotImplementedError
 
 
-class OneInputStreamTask(StreamTask):
-    """Reads the task's input gates (all edges into the head operator) and feeds the head
-    operator one buffer per default action; watermarks pass through the valve."""
+class _LogicalInput:
+    """One logical input of a task (Flink's ``StreamTaskNetworkInput``): its gates, the valve
+    that combines their channels' watermarks, and where records, watermarks and statuses go."""
 
-    def init_input(self) -> None:
-        gates = self.env.input_gates
-        self._gates = gates
-        self._offsets = []
+    __slots__ = ("input_id", "gates", "offsets", "valve", "process_batch", "process_watermark",
+                 "process_status", "finished_gates")
+
+    def __init__(self, input_id, gates, process_batch, process_watermark, process_status):
+        self.input_id = input_id
+        self.gates = gates
+        self.offsets = {}
         total = 0
         for g in gates:
-            self._offsets.append(total)
+            self.offsets[id(g)] = total
             total += g.get_number_of_input_channels()
-        self._valve = StatusWatermarkValve(total)
-        self._finished_gates = [False] * len(gates)
+        self.valve = StatusWatermarkValve(total)
+        self.process_batch = process_batch
+        self.process_watermark = process_watermark
+        self.process_status = process_status
+        self.finished_gates = 0
+
+
+class _NetworkInputStreamTask(StreamTask):
+    """Reads the task's input gates and feeds the head operator one buffer per default action;
+    watermarks and watermark statuses pass through one valve per logical input. When every
+    gate of every input has ended, the default action completes."""
+
+    def _logical_inputs(self, head, gates_by_input) -> List[_LogicalInput]:
+        raise NotImplementedError
+
+    def init_input(self) -> None:
+        head = self.operator_chain.head_operator
+        self._head_name = self.operator_chain.head_config.operator_name
+        in_edges = list(getattr(self.env.vertex, "in_edges", []) or [])
+        gates_by_input = {}
+        for i, gate in enumerate(self.env.input_gates):
+            type_number = in_edges[i].type_number if i < len(in_edges) else 0
+            gates_by_input.setdefault(max(1, type_number), []).append(gate)
+        self._inputs = self._logical_inputs(head, gates_by_input)
+        self._gates = []  # (gate, logical input) in polling order
+        for inp in self._inputs:
+            for g in inp.gates:
+                self._gates.append((g, inp))
+        self._finished = [False] * len(self._gates)
         self._next_gate = 0
         self._suspension = None
-        self._head = self.operator_chain.head_operator
-        self._head_name = self.operator_chain.head_config.operator_name
-        for g in gates:
+        for g, _ in self._gates:
             g.set_availability_listener(self._on_input_available)
-        self.metrics.input_pool_usage = lambda: 0.0
 
     def _on_input_available(self) -> None:
         s = self._suspension
@@ -180,9 +208,9 @@ class OneInputStreamTask(StreamTask):
         n = len(gates)
         for i in range(n):
             idx = (self._next_gate + i) % n
-            if self._finished_gates[idx]:
+            if self._finished[idx]:
                 continue
-            boe = gates[idx].poll_next()
+            boe = gates[idx][0].poll_next()
             if boe is not None:
                 self._next_gate = (idx + 1) % n
                 return idx, boe
@@ -191,7 +219,7 @@ class OneInputStreamTask(StreamTask):
     def _process_input(self, controller) -> None:
         polled = self._poll()
         if polled is None:
-            if all(self._finished_gates):
+            if all(self._finished):
                 controller.all_actions_completed()
                 return
             self._suspension = controller.suspend_default_action()
@@ -201,41 +229,74 @@ class OneInputStreamTask(StreamTask):
             self._suspension.resume()
             self._suspension = None
         gate_idx, boe = polled
+        gate, inp = self._gates[gate_idx]
         buffer = boe.buffer
-        if buffer is not None:
-            values = buffer.values
-            self.metrics.num_records_in += len(values)
-            self.metrics.num_buffers_in += 1
-            try:
-                self._head.process_batch(values, buffer.timestamps)
-            except BaseException as e:
-                attribute_error(e, self._head_name)
-                raise
-            finally:
-                buffer.recycle_buffer()
-            return
-        event = boe.event
-        channel = self._offsets[gate_idx] + boe.channel_index
-        if isinstance(event, Watermark):
-            new_wm = self._valve.input_watermark(event.timestamp, channel)
-            if new_wm is not None:
-                self._emit_watermark(new_wm)
-        elif isinstance(event, EndOfPartitionEvent):
-            new_wm = self._valve.channel_finished(channel)
-            if new_wm is not None:
-                self._emit_watermark(new_wm)
-            if self._gates[gate_idx].is_finished():
-                self._finished_gates[gate_idx] = True
-                if all(self._finished_gates):
-                    controller.all_actions_completed()
-        # other events (EndOfData, barriers) need no action yet
-
-    def _emit_watermark(self, timestamp: int) -> None:
         try:
-            self._head.process_watermark(Watermark(timestamp))
+            if buffer is not None:
+                values = buffer.values
+                self.metrics.num_records_in += len(values)
+                self.metrics.num_buffers_in += 1
+                try:
+                    inp.process_batch(values, buffer.timestamps)
+                finally:
+                    buffer.recycle_buffer()
+                return
+            event = boe.event
+            channel = inp.offsets[id(gate)] + boe.channel_index
+            if isinstance(event, Watermark):
+                self._emit(inp, *inp.valve.input_watermark(event.timestamp, channel))
+            elif isinstance(event, WatermarkStatus):
+                self._emit(inp, *inp.valve.input_watermark_status(event, channel))
+            elif isinstance(event, EndOfPartitionEvent):
+                self._emit(inp, *inp.valve.channel_finished(channel))
+                if gate.is_finished():
+                    self._finished[gate_idx] = True
+                    inp.finished_gates += 1
+                    if inp.finished_gates == len(inp.gates):
+                        self._end_input(inp)
+                    if all(self._finished):
+                        controller.all_actions_completed()
+            # other events (EndOfData, checkpoint barriers) need no action yet
         except BaseException as e:
             attribute_error(e, self._head_name)
             raise
+
+    def _emit(self, inp: _LogicalInput, watermark: Optional[int], status) -> None:
+        if watermark is not None:
+            inp.process_watermark(Watermark(watermark))
+        if status is not None:
+            inp.process_status(status)
+
+    def _end_input(self, inp: _LogicalInput) -> None:
+        pass
+
+
+class OneInputStreamTask(_NetworkInputStreamTask):
+    """A task whose head operator has one input (Flink's ``OneInputStreamTask``); all its input
+    gates (a union has several) form that one input."""
+
+    def _logical_inputs(self, head, gates_by_input):
+        gates = [g for k in sorted(gates_by_input) for g in gates_by_input[k]]
+        return [_LogicalInput(1, gates, head.process_batch, head.process_watermark,
+                              head.process_watermark_status)]
+
+
+class TwoInputStreamTask(_NetworkInputStreamTask):
+    """A task whose head operator has two inputs (Flink's ``TwoInputStreamTask``): gates of
+    edges with type number 1 feed ``process_batch1``, type number 2 ``process_batch2``; each
+    input has its own valve, and the operator combines the two watermarks. ``end_input(n)``
+    is called when input *n* has ended."""
+
+    def _logical_inputs(self, head, gates_by_input):
+        return [
+            _LogicalInput(1, gates_by_input.get(1, []), head.process_batch1, head.process_watermark1,
+                          getattr(head, "process_watermark_status1", lambda s: None)),
+            _LogicalInput(2, gates_by_input.get(2, []), head.process_batch2, head.process_watermark2,
+                          getattr(head, "process_watermark_status2", lambda s: None)),
+        ]
+
+    def _end_input(self, inp: _LogicalInput) -> None:
+        self.operator_chain.head_operator.end_input(inp.input_id)
 
 
 class SourceOperatorStreamTask(StreamTask):
