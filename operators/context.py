@@ -31,6 +31,8 @@ class StreamOperatorContext:
     :param metrics: the operator's metric counters (``OperatorMetrics``) or ``None``.
     :param operator_coordinator: for sources, the job's ``SourceCoordinator`` handing out splits.
     :param records_per_batch: how many records a source emits per mailbox default action.
+    :param auto_watermark_interval_ms: period of watermark generators' ``on_periodic_emit``
+        (0: never).
     """
 
     task_name: str
@@ -51,6 +53,7 @@ class StreamOperatorContext:
     metrics: Any = None
     operator_coordinator: Any = None
     records_per_batch: int = 1024
+    auto_watermark_interval_ms: int = 200
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -47,6 +47,9 @@ class ConfigOptions:
     SOURCE_BATCH_SIZE = ConfigOption(
         "rill.source.batch-size", 1024, "Records a source emits per mailbox default action.")
     EXECUTION_TARGET = ConfigOption("execution.target", "embedded", "embedded | cluster.")
+    AUTO_WATERMARK_INTERVAL = ConfigOption(
+        "pipeline.auto-watermark-interval", 200,
+        "ms of processing time between periodic watermark emissions (0: none).")
 
 
 class Configuration:

@@ -7,6 +7,7 @@ import json
 from typing import Any, Callable, List, Optional, Sequence
 
 from rill.common.configuration import ConfigOptions, Configuration, load_configuration
+from rill.common.execution_config import ExecutionConfig
 from rill.common.job_execution_result import JobExecutionResult
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import FileSource, StreamFormat
@@ -58,7 +59,7 @@ class StreamExecutionEnvironment:
         self._buffer_timeout_ms = self._config.get(ConfigOptions.BUFFER_TIMEOUT)
         self._transformations: List[Transformation] = []
         self._new_id: Callable[[], int] = id_counter()
-        self._job_parameters: dict = {}
+        self._execution_config = ExecutionConfig(self._config)
         if _context is not None:
             _context.configure(self)
 
@@ -67,15 +68,16 @@ class StreamExecutionEnvironment:
         return StreamExecutionEnvironment(configuration)
 
     # -- settings --------------------------------------------------------------------------
-    def get_config(self) -> "StreamExecutionEnvironment":
-        return self
+    def get_config(self) -> ExecutionConfig:
+        """The job's ``ExecutionConfig`` (auto-watermark interval, global job parameters)."""
+        return self._execution_config
 
     def set_global_job_parameters(self, params: dict) -> "StreamExecutionEnvironment":
-        self._job_parameters = {str(k): str(v) for k, v in dict(params).items()}
+        self._execution_config.set_global_job_parameters(params)
         return self
 
     def get_global_job_parameters(self) -> dict:
-        return dict(self._job_parameters)
+        return self._execution_config.get_global_job_parameters()
 
     def get_configuration(self) -> Configuration:
         return self._config
@@ -161,7 +163,20 @@ class StreamExecutionEnvironment:
 
     def from_collection(self, collection: Sequence[Any], type_info: Any = None) -> DataStream:
         """The elements of ``collection`` in order, from a non-parallel source named
-        ``"Collection Source"``."""
+        ``"Collection Source"``. With a ``Types.ROW``/``ROW_NAMED`` type, tuple and list
+        elements become ``Row``s with the type's field names, as PyFlink converts them."""
+        from rill.common.row import Row  # noqa: PLC0415
+        from rill.common.typeinfo import RowTypeInfo  # noqa: PLC0415
+        if isinstance(type_info, RowTypeInfo):
+            names, rows = type_info.get_field_names(), []
+            for e in collection:
+                if isinstance(e, (tuple, list)):
+                    if len(e) != len(names):
+                        raise ValueError(f"from_collection: element {e!r} has {len(e)} fields, the row "
+                                         f"type {type_info!r} has {len(names)}")
+                    e = Row(**dict(zip(names, e)))
+                rows.append(e)
+            collection = rows
         return self.from_source(CollectionSource(collection), None, "Collection Source", type_info)
 
     def from_sequence(self, start: int, end: int) -> DataStream:
@@ -229,7 +244,7 @@ class StreamExecutionEnvironment:
             stream_graph = self.get_stream_graph(job_name, clear_transformations=True)
             return _context.on_execute(self, stream_graph, _collect_channel, transformations)
         _, job_graph = self._job_graph(job_name)
-        return submit_job(job_graph, self._config, self._job_parameters, collect_channel=_collect_channel)
+        return submit_job(job_graph, self._config, self.get_global_job_parameters(), collect_channel=_collect_channel)
 
     def close(self) -> None:
         self._transformations.clear()

@@ -59,6 +59,7 @@ class TaskDeploymentDescriptor:
     buffers_per_channel: int = 2
     floating_buffers_per_gate: int = 8
     slot_index: int = 0
+    auto_watermark_interval_ms: int = 200
 
     @property
     def task_name_with_subtasks(self) -> str:

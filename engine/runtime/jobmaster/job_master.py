@@ -112,6 +112,7 @@ class JobMaster:
                     buffers_per_channel=conf.get(ConfigOptions.BUFFERS_PER_CHANNEL),
                     floating_buffers_per_gate=conf.get(ConfigOptions.FLOATING_BUFFERS_PER_GATE),
                     slot_index=slots[(str(v.get_id()), ev.subtask_index)].slot_index,
+                    auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
                 ))
                 execution.state = ExecutionState.SCHEDULED
         return tdds

@@ -45,6 +45,7 @@ class RuntimeEnvironment:
     buffer_timeout_ms: int
     records_per_batch: int
     metrics: TaskIOMetrics
+    auto_watermark_interval_ms: int = 200
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,7 @@ class Task:
                 buffer_timeout_ms=self.tdd.buffer_timeout_ms,
                 records_per_batch=self.tdd.records_per_buffer,
                 metrics=self.metrics,
+                auto_watermark_interval_ms=self.tdd.auto_watermark_interval_ms,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)

@@ -86,9 +86,13 @@ class RecordWriterOutput(Output):
             return
         try:
             self.record_writer.emit_batch(values, timestamps)
-        except TypeError as e:
-            if type(e).__name__ == "KeySelectionError":
-                attribute_error(e, f"{self.target_name} (key selector)")
+        except BaseException as e:
+            # the only user code a writer runs is the partitioner's: key_by's key selector, or
+            # partition_custom's partitioner and key selector
+            strategy = str(self.record_writer.partitioner)
+            if strategy in ("HASH", "CUSTOM"):
+                what = "key selector" if strategy == "HASH" else "partitioner"
+                attribute_error(e, f"{self.target_name} ({what})")
             raise
 
     def emit_watermark(self, watermark: Watermark) -> None:

@@ -73,6 +73,7 @@ class StreamTask:
             job_parameters=dict(env.job_parameters),
             operator_coordinator=env.operator_coordinators.get(cfg.node_id),
             records_per_batch=env.records_per_batch,
+            auto_watermark_interval_ms=env.auto_watermark_interval_ms,
         )
         from rill.runtime.tasks.keyed_services import create_keyed_services  # noqa: PLC0415
         create_keyed_services(ctx)

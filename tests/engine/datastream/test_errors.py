@@ -162,11 +162,6 @@ def test_key_selector_returning_a_list(env):
     assert isinstance(info.value.__cause__, TypeError)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an exception raised inside a key_by key selector is attributed to the upstream operator "
-    "('Source: Collection Source'), not to \"Map (key selector)\": RecordWriterOutput.collect_batch "
-    "(engine/runtime/tasks/outputs.py) only attributes KeySelectionError, and "
-    "KeyGroupStreamPartitioner.split (network/partitioner) calls the selector unguarded"))
 def test_key_selector_raising_names_the_operator(env):
     env.from_collection([{"k": 1}, {}]).key_by(lambda d: d["k"]).map(lambda d: d).add_sink(lambda v: None)
     with pytest.raises(JobExecutionException, match=r"operator 'Map \(key selector\)'.*KeyError") as info:
@@ -221,3 +216,13 @@ def test_the_environment_runs_again_after_a_failure(env):
         run(env)
     from _ds_helpers import collect
     assert collect(env.from_collection([1, 2])) == [1, 2]
+
+
+def test_custom_partitioner_errors_name_the_operator(env):
+    env.set_parallelism(3)
+    env.from_collection([1, 2]).partition_custom(lambda key, n: 7, lambda x: x) \
+        .map(lambda x: x).name("Target").add_sink(lambda v: None)
+    with pytest.raises(JobExecutionException,
+                       match=r"operator 'Target \(partitioner\)'.*returned 7 for record 1 \(key 1\): "
+                             r"it must return an int in \[0, 3\)"):
+        run(env)

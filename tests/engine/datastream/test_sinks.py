@@ -160,6 +160,20 @@ def test_file_sink_rolls_parts_by_size(env, tmp_path):
     assert [(tmp_path / f).read_text() for f in files] == ["r00\nr01\nr02\n", "r03\nr04\nr05\n", "r06\nr07\nr08\n"]
 
 
+def test_file_sink_of_a_failed_job_leaves_no_finished_part(env, tmp_path):
+    def fail_on_last(x):
+        if x == 99:
+            raise RuntimeError("stop")
+        return x
+
+    sink = (FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+    env.from_sequence(0, 99).map(fail_on_last).sink_to(sink)
+    with pytest.raises(JobExecutionException, match="stop"):
+        run(env)
+    assert [f for f in _all_files(tmp_path) if not os.path.basename(f).startswith(".")] == []
+
+
 # -- CollectSink -------------------------------------------------------------------------------
 
 def test_sink_to_collect_sink(env):
