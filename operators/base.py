@@ -20,8 +20,9 @@ buffered output) → ``close`` (release resources; always called, also after fai
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, List, Optional
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
+from rill.datastream.checkpointed_function import restore_function_state, snapshot_function_state
 from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -159,6 +160,52 @@ class AbstractStreamOperator(OneInputStreamOperator):
     def get_current_key(self) -> Any:
         return self.context.keyed_state_backend.get_current_key()
 
+    # -- operator state (Flink's AbstractStreamOperator / StreamOperatorStateHandler) ---
+    _operator_state_backend: Any = None
+    _restored_operator_state: Optional[Dict[str, Any]] = None
+    #: the id of the checkpoint restored from (set by :meth:`restore_state`), or ``None``
+    restored_checkpoint_id: Optional[int] = None
+
+    def restore_state(self, operator_state: Optional[Mapping[str, Any]], checkpoint_id: Optional[int] = None) -> None:
+        """Restore from a checkpoint: call after ``setup``, before ``initialize_state``.
+        ``operator_state`` is this subtask's share (``rill.state.redistribute``; ``None`` or
+        empty if it got none); the operator then reports :meth:`is_restored`.
+
+        :raises RuntimeError: if the operator state backend is in use already.
+        """
+        if self._operator_state_backend is not None:
+            raise RuntimeError(f"{self.get_operator_name()}: restore_state() after the operator state was initialized")
+        self._restored_operator_state = dict(operator_state or {})
+        self.restored_checkpoint_id = checkpoint_id
+
+    def is_restored(self) -> bool:
+        """Whether :meth:`restore_state` was called (Flink's ``isRestored``)."""
+        return self._restored_operator_state is not None
+
+    @property
+    def operator_state_backend(self) -> Any:
+        """The subtask's ``DefaultOperatorStateBackend``: the context's
+        ``operator_state_backend`` if the task provides one, else created here; made on first
+        use, with the restored state loaded."""
+        backend = self._operator_state_backend
+        if backend is None:
+            backend = getattr(self.context, "operator_state_backend", None)
+            if backend is None:
+                from rill.state.operator_state import DefaultOperatorStateBackend  # noqa: PLC0415
+                backend = DefaultOperatorStateBackend(self.context.operator_name)
+            if self._restored_operator_state:
+                backend.restore(self._restored_operator_state)
+            self._operator_state_backend = backend
+        return backend
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int) -> Dict[str, Tuple[str, List[Any]]]:
+        """Snapshot the operator state for checkpoint ``checkpoint_id`` (``timestamp``: epoch
+        ms), as ``{name: (mode, entries)}`` (see ``rill.state.operator_state``); UDF operators
+        first call the function's ``snapshot_state``."""
+        if self._operator_state_backend is None and self._restored_operator_state is None:
+            return {}
+        return self.operator_state_backend.snapshot()
+
     # -- time ---------------------------------------------------------------------------
     def process_watermark(self, watermark: Watermark) -> None:
         timers = self.context.timer_service_manager
@@ -254,6 +301,16 @@ class AbstractUdfStreamOperator(AbstractStreamOperator):
 
     def __init__(self, user_function: Any) -> None:
         self.user_function = user_function
+
+    def initialize_state(self) -> None:
+        """A ``CheckpointedFunction`` gets ``initialize_state(FunctionInitializationContext)``."""
+        restore_function_state(self, self.user_function)
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int) -> Dict[str, Tuple[str, List[Any]]]:
+        """The function's ``snapshot_state`` (if a ``CheckpointedFunction``), then the operator
+        state snapshot of :meth:`AbstractStreamOperator.snapshot_state`."""
+        snapshot_function_state(self.user_function, checkpoint_id, timestamp)
+        return super().snapshot_state(checkpoint_id, timestamp)
 
     def open(self) -> None:
         open_fn = getattr(self.user_function, "open", None)

@@ -31,6 +31,8 @@ class StreamOperatorContext:
     :param metrics: the operator's metric counters (``OperatorMetrics``) or ``None``.
     :param operator_coordinator: for sources, the job's ``SourceCoordinator`` handing out splits.
     :param records_per_batch: how many records a source emits per mailbox default action.
+    :param operator_state_backend: the operator's ``DefaultOperatorStateBackend`` (list,
+        union list and broadcast state; snapshotted per subtask).
     :param auto_watermark_interval_ms: period of watermark generators' ``on_periodic_emit``
         (0: never).
     """
@@ -54,6 +56,7 @@ class StreamOperatorContext:
     operator_coordinator: Any = None
     records_per_batch: int = 1024
     auto_watermark_interval_ms: int = 200
+    operator_state_backend: Any = None
 
     @property
     def task_name_with_subtasks(self) -> str:

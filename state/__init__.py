@@ -1,11 +1,14 @@
-"""Keyed state: key groups, state descriptors and interfaces, and the heap keyed state backend
-(Flink's ``org.apache.flink.runtime.state`` and ``pyflink.datastream.state``).
+"""Keyed and operator state: key groups, state descriptors and interfaces, the heap keyed state
+backend with state TTL, and the operator state backend (Flink's
+``org.apache.flink.runtime.state`` and ``pyflink.datastream.state``).
 
 Modules: :mod:`~rill.state.key_groups` (key groups and their assignment),
 :mod:`~rill.state.descriptors` (state descriptors), :mod:`~rill.state.api` (the state
 interfaces user functions see), :mod:`~rill.state.state_table` (per-state storage by key
-group), :mod:`~rill.state.heap_states` (heap state objects) and :mod:`~rill.state.heap`
-(``HeapKeyedStateBackend``).
+group), :mod:`~rill.state.heap_states` (heap state objects), :mod:`~rill.state.heap`
+(``HeapKeyedStateBackend``), :mod:`~rill.state.ttl` (``StateTtlConfig`` and the TTL states) and
+:mod:`~rill.state.operator_state` (``DefaultOperatorStateBackend``, broadcast state,
+redistribution on rescaling).
 """
 
 from rill.state.api import (
@@ -53,7 +56,27 @@ from rill.state.key_groups import (
     compute_operator_index_for_key_group,
     stable_key_hash,
 )
+from rill.state.operator_state import (
+    BroadcastState,
+    DefaultOperatorStateBackend,
+    HeapBroadcastState,
+    OperatorStateMode,
+    OperatorStateStore,
+    PartitionableListState,
+    ReadOnlyBroadcastState,
+    ReadOnlyBroadcastStateView,
+    redistribute,
+)
 from rill.state.state_table import StateTable
+from rill.state.ttl import (
+    AbstractTtlState,
+    StateTtlConfig,
+    TtlAggregatingState,
+    TtlListState,
+    TtlMapState,
+    TtlReducingState,
+    TtlValueState,
+)
 
 __all__ = [
     # key groups
@@ -99,4 +122,22 @@ __all__ = [
     "HeapAggregatingState",
     "HeapKeyedStateBackend",
     "DEFAULT_KEY_GROUP_CACHE_SIZE",
+    # state TTL
+    "StateTtlConfig",
+    "AbstractTtlState",
+    "TtlValueState",
+    "TtlListState",
+    "TtlMapState",
+    "TtlReducingState",
+    "TtlAggregatingState",
+    # operator state
+    "OperatorStateMode",
+    "OperatorStateStore",
+    "ReadOnlyBroadcastState",
+    "BroadcastState",
+    "PartitionableListState",
+    "HeapBroadcastState",
+    "ReadOnlyBroadcastStateView",
+    "DefaultOperatorStateBackend",
+    "redistribute",
 ]

@@ -70,10 +70,14 @@ class StateDescriptor:
         return self.name
 
     def enable_time_to_live(self, ttl_config: Any) -> None:
-        """Record a TTL configuration (Flink's ``StateTtlConfig``).
+        """Switch on state time-to-live with ``ttl_config``, a
+        :class:`~rill.state.ttl.StateTtlConfig` (Flink's ``enableTimeToLive``): the keyed state
+        backend then creates a TTL state (see :mod:`rill.state.ttl`) unless the config's update
+        type is ``Disabled``. TTL applies to keyed state only; the operator state backend
+        refuses descriptors with TTL.
 
-        State TTL is not implemented yet: creating a state from a descriptor with TTL makes
-        the backend raise ``NotImplementedError`` rather than ignore the setting.
+        The configuration is only recorded here; the backend raises ``TypeError`` when it
+        creates the state if ``ttl_config`` is not a ``StateTtlConfig``.
 
         :raises TypeError: if ``ttl_config`` is ``None``.
         """

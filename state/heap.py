@@ -11,11 +11,16 @@ mailbox loop), so nothing here takes a lock.
 Per-record cost: the operator calls :meth:`HeapKeyedStateBackend.set_current_key` once per
 record; it finds the key's group through a bounded cache (a dict look-up on a hit) and stores the
 key and the offset of its key group in the range. State objects read both fields directly.
+
+State TTL: a descriptor with an enabled ``StateTtlConfig`` gets a TTL state
+(:mod:`rill.state.ttl`) around a heap state storing ``(value, last_access_ms)`` TTL values; the
+backend's ``ttl_time_provider`` (a callable returning epoch ms) is its clock. States without TTL
+are the plain heap states, with nothing added to their access path.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from rill.state.api import VOID_NAMESPACE
 from rill.state.descriptors import StateDescriptor, StateType
@@ -34,6 +39,13 @@ from rill.state.key_groups import (
     assign_to_key_group,
 )
 from rill.state.state_table import StateTable
+from rill.state.ttl import (
+    AbstractTtlState,
+    StateTtlConfig,
+    TtlTimeProvider,
+    create_ttl_state,
+    default_ttl_time_provider,
+)
 
 __all__ = ["HeapKeyedStateBackend", "DEFAULT_KEY_GROUP_CACHE_SIZE"]
 
@@ -59,7 +71,10 @@ class HeapKeyedStateBackend:
     :param max_parallelism: the operator's number of key groups, ``1..32768``; the range must
         lie inside ``[0, max_parallelism - 1]``.
     :param key_group_cache_size: entries of the key -> key-group cache before it is cleared.
-    :raises TypeError: if ``key_group_range`` is not a ``KeyGroupRange``.
+    :param ttl_time_provider: the clock of state TTL, a callable returning epoch ms (Flink's
+        ``TtlTimeProvider``); default wall-clock time. Tests inject a manual clock.
+    :raises TypeError: if ``key_group_range`` is not a ``KeyGroupRange`` or
+        ``ttl_time_provider`` is not callable.
     :raises ValueError: for an empty range, a bad ``max_parallelism`` or a range outside it.
     """
 
@@ -75,6 +90,8 @@ class HeapKeyedStateBackend:
         "_tables",
         "_states",
         "_disposed",
+        "_ttl_time_provider",
+        "_key_selection_listeners",
     )
 
     def __init__(
@@ -82,7 +99,10 @@ class HeapKeyedStateBackend:
         key_group_range: KeyGroupRange,
         max_parallelism: int,
         key_group_cache_size: int = DEFAULT_KEY_GROUP_CACHE_SIZE,
+        ttl_time_provider: Optional[TtlTimeProvider] = None,
     ) -> None:
+        if ttl_time_provider is not None and not callable(ttl_time_provider):
+            raise TypeError(f"ttl_time_provider must be callable (returning epoch ms), got {ttl_time_provider!r}")
         if not isinstance(key_group_range, KeyGroupRange):
             raise TypeError(
                 f"key_group_range must be a KeyGroupRange, got {type(key_group_range).__name__}"
@@ -111,8 +131,12 @@ class HeapKeyedStateBackend:
         self._key_group_cache: Dict[Any, int] = {}
         self._key_group_cache_size = key_group_cache_size
         self._tables: Dict[str, StateTable] = {}
-        self._states: Dict[str, AbstractHeapState] = {}
+        self._states: Dict[str, Union[AbstractHeapState, AbstractTtlState]] = {}
         self._disposed = False
+        self._ttl_time_provider: TtlTimeProvider = (
+            default_ttl_time_provider if ttl_time_provider is None else ttl_time_provider
+        )
+        self._key_selection_listeners: List[Callable[[Any], None]] = []
 
     # -- key context ------------------------------------------------------------------------
     def set_current_key(self, key: Any) -> None:
@@ -171,6 +195,32 @@ class HeapKeyedStateBackend:
             ) from None
         return offset
 
+    def register_key_selection_listener(self, listener: Callable[[Any], None]) -> None:
+        """Call ``listener(key)`` after every successful :meth:`set_current_key` (Flink's
+        ``registerKeySelectionListener``; TTL's ``run_cleanup_for_every_record`` uses it).
+
+        Rill difference, for speed: a backend without listeners keeps the plain
+        ``set_current_key``; the first listener switches the instance to a subclass whose
+        ``set_current_key`` also calls the listeners. Operators that cached the bound
+        ``set_current_key`` before (they look it up per batch) call the listeners from their
+        next batch on.
+
+        :raises TypeError: if ``listener`` is not callable.
+        """
+        if not callable(listener):
+            raise TypeError(f"A key selection listener must be callable, got {listener!r}")
+        self._key_selection_listeners.append(listener)
+        if type(self) is HeapKeyedStateBackend:
+            self.__class__ = _ListeningHeapKeyedStateBackend
+
+    def deregister_key_selection_listener(self, listener: Callable[[Any], None]) -> bool:
+        """Remove ``listener``; returns whether it was registered."""
+        try:
+            self._key_selection_listeners.remove(listener)
+        except ValueError:
+            return False
+        return True
+
     def get_current_key(self) -> Any:
         """The current key (``None`` before the first :meth:`set_current_key`)."""
         return self._current_key
@@ -193,26 +243,32 @@ class HeapKeyedStateBackend:
         return self.max_parallelism
 
     # -- state registration -----------------------------------------------------------------
-    def get_or_create_keyed_state(self, descriptor: StateDescriptor) -> AbstractHeapState:
+    def get_or_create_keyed_state(self, descriptor: StateDescriptor) -> Any:
         """The state registered under ``descriptor.name``, created on first use, bound to the
         backend's current key and to :data:`~rill.state.api.VOID_NAMESPACE` (the namespace is
         reset on every call, as Flink's ``RuntimeContext.getState`` does).
 
         :raises TypeError: if ``descriptor`` is not a ``StateDescriptor``.
+        With an enabled TTL configuration (``descriptor.enable_time_to_live``) the state is a
+        TTL state of :mod:`rill.state.ttl`; a ``Disabled`` update type means no TTL (as Flink).
+        The first registration of a name decides; later descriptors of the same name and kind
+        get that state whatever their TTL setting.
+
+        :raises TypeError: if ``descriptor`` is not a ``StateDescriptor``, or its TTL
+            configuration is not a ``StateTtlConfig``.
         :raises ValueError: if the name is registered with another kind of state.
-        :raises NotImplementedError: if the descriptor has TTL enabled.
         :raises RuntimeError: after :meth:`dispose`.
         """
         state = self._get_or_create(descriptor)
         state.set_current_namespace(VOID_NAMESPACE)
         return state
 
-    def get_partitioned_state(self, namespace: Any, descriptor: StateDescriptor) -> AbstractHeapState:
+    def get_partitioned_state(self, namespace: Any, descriptor: StateDescriptor) -> Any:
         """As :meth:`get_or_create_keyed_state`, with the state bound to ``namespace`` (any
         hashable object; windows use the window) (Flink's ``getPartitionedState``).
 
         :raises TypeError: if ``namespace`` is unhashable or ``descriptor`` is not a descriptor.
-        :raises ValueError, NotImplementedError, RuntimeError: as :meth:`get_or_create_keyed_state`.
+        :raises ValueError, RuntimeError: as :meth:`get_or_create_keyed_state`.
         """
         try:
             hash(namespace)
@@ -225,14 +281,12 @@ class HeapKeyedStateBackend:
         state.set_current_namespace(namespace)
         return state
 
-    def _get_or_create(self, descriptor: StateDescriptor) -> AbstractHeapState:
+    def _get_or_create(self, descriptor: StateDescriptor) -> Any:
         if self._disposed:
             raise RuntimeError("The keyed state backend has been disposed")
         if not isinstance(descriptor, StateDescriptor):
             raise TypeError(f"Expected a StateDescriptor, got {descriptor!r} of type {type(descriptor).__name__}")
         name = descriptor.name
-        if descriptor.get_ttl_config() is not None:
-            raise NotImplementedError(f"State TTL is not implemented yet (descriptor '{name}')")
         state = self._states.get(name)
         if state is not None:
             registered = self._tables[name].descriptor
@@ -244,7 +298,11 @@ class HeapKeyedStateBackend:
                 )
             return state
         table = StateTable(descriptor, self.key_group_range)
-        state = _STATE_CLASSES[descriptor.state_type](self, table)
+        ttl_config = descriptor.get_ttl_config()
+        if ttl_config is None or not _ttl_enabled(ttl_config, name):
+            state = _STATE_CLASSES[descriptor.state_type](self, table)
+        else:
+            state = create_ttl_state(self, table, ttl_config, self._ttl_time_provider)
         self._tables[name] = table
         self._states[name] = state
         return state
@@ -260,6 +318,44 @@ class HeapKeyedStateBackend:
             raise KeyError(
                 f"No keyed state named {state_name!r} is registered (registered: {sorted(self._tables)})"
             ) from None
+
+    def get_ttl_time_provider(self) -> TtlTimeProvider:
+        """The clock of state TTL (a callable returning epoch ms)."""
+        return self._ttl_time_provider
+
+    # -- snapshot support -------------------------------------------------------------------
+    def get_snapshot_transformer(self, state_name: str) -> Optional[Callable[[Any], Any]]:
+        """For snapshot writers: ``None`` if the state's stored values are written as they
+        are, else a function ``stored -> stored or None`` that leaves out what has expired
+        (a TTL state with ``cleanup_full_snapshot()``; Flink's ``StateSnapshotTransformer``).
+        The time is read once, when this is called. Live state is not modified.
+
+        :raises KeyError: if no state of that name is registered.
+        """
+        self.get_state_table(state_name)  # raises the KeyError
+        state = self._states[state_name]
+        if isinstance(state, AbstractTtlState) and state.ttl_config.get_cleanup_strategies().in_full_snapshot():
+            return state.create_snapshot_transformer()
+        return None
+
+    def iter_snapshot_entries(self, state_name: str, key_group: int) -> Iterator[Tuple[Any, Any, Any]]:
+        """Yield ``(key, namespace, stored_value)`` of one key group of a state as a snapshot
+        must write them: after :meth:`get_snapshot_transformer` (expired TTL values left out
+        with ``cleanup_full_snapshot()``). TTL states yield TTL-layout values (see
+        :mod:`rill.state.ttl`). The table must not be modified while the iterator is in use.
+
+        :raises KeyError: if no state of that name is registered.
+        :raises ValueError: if ``key_group`` is outside the backend's range.
+        """
+        table = self.get_state_table(state_name)
+        transform = self.get_snapshot_transformer(state_name)
+        if transform is None:
+            yield from table.iter_key_group(key_group)
+            return
+        for key, namespace, stored in table.iter_key_group(key_group):
+            kept = transform(stored)
+            if kept is not None:
+                yield key, namespace, kept
 
     def get_registered_state_names(self) -> List[str]:
         """Names of the registered states, in registration order."""
@@ -314,6 +410,7 @@ class HeapKeyedStateBackend:
             table.clear()
         self._tables.clear()
         self._states.clear()
+        self._key_selection_listeners.clear()
         self._key_group_cache.clear()
         self._current_key = None
         self._kg_offset = None
@@ -324,3 +421,31 @@ class HeapKeyedStateBackend:
             f"HeapKeyedStateBackend({self.key_group_range}, max_parallelism={self.max_parallelism}, "
             f"states={list(self._tables)})"
         )
+
+
+class _ListeningHeapKeyedStateBackend(HeapKeyedStateBackend):
+    """A :class:`HeapKeyedStateBackend` with key selection listeners (see
+    :meth:`HeapKeyedStateBackend.register_key_selection_listener`); same slots, so an instance
+    can switch to it in place."""
+
+    __slots__ = ()
+
+    def set_current_key(self, key: Any) -> None:
+        """As :meth:`HeapKeyedStateBackend.set_current_key`, then call every key selection
+        listener with ``key``."""
+        HeapKeyedStateBackend.set_current_key(self, key)
+        for listener in self._key_selection_listeners:
+            listener(key)
+
+
+def _ttl_enabled(ttl_config: Any, state_name: str) -> bool:
+    """Whether ``ttl_config`` switches TTL on (``StateTtlConfig.is_enabled``).
+
+    :raises TypeError: if it is not a ``StateTtlConfig``.
+    """
+    if not isinstance(ttl_config, StateTtlConfig):
+        raise TypeError(
+            f"State '{state_name}': enable_time_to_live() needs a StateTtlConfig, got {ttl_config!r} "
+            f"of type {type(ttl_config).__name__}"
+        )
+    return ttl_config.is_enabled()

@@ -16,11 +16,15 @@ Errors on access:
 
 Values are stored as given, not copied (as Flink's heap backend): ``ListState.get()`` returns
 the stored list itself, so mutating it mutates the state; use ``add``/``update`` instead.
+
+A state with TTL is one of these objects storing ``(value, last_access_ms)`` TTL values, wrapped
+by a TTL state of :mod:`rill.state.ttl` (reducing and aggregating states then get the TTL-aware
+function through their constructor).
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from rill.state.api import (
     VOID_NAMESPACE,
@@ -386,11 +390,13 @@ class HeapReducingState(AbstractHeapMergingState, ReducingState):
 
     __slots__ = ("_reduce",)
 
-    def __init__(self, backend: Any, table: StateTable) -> None:
+    def __init__(self, backend: Any, table: StateTable, reduce: Optional[Callable[[Any, Any], Any]] = None) -> None:
+        """:param reduce: the ``reduce(a, b)`` to use instead of the descriptor's (the TTL
+        state passes its ``TtlReduceFunction``)."""
         super().__init__(backend, table)
         descriptor = table.descriptor
         assert isinstance(descriptor, ReducingStateDescriptor)
-        self._reduce: Callable[[Any, Any], Any] = descriptor.reduce_callable
+        self._reduce: Callable[[Any, Any], Any] = descriptor.reduce_callable if reduce is None else reduce
 
     def get(self) -> Any:
         """The reduced value, or ``None`` if nothing was added.
@@ -437,11 +443,13 @@ class HeapAggregatingState(AbstractHeapMergingState, AggregatingState):
 
     __slots__ = ("_create_accumulator", "_add", "_get_result", "_agg_function")
 
-    def __init__(self, backend: Any, table: StateTable) -> None:
+    def __init__(self, backend: Any, table: StateTable, agg_function: Any = None) -> None:
+        """:param agg_function: the aggregate function to use instead of the descriptor's (the
+        TTL state passes its ``TtlAggregateFunction``)."""
         super().__init__(backend, table)
         descriptor = table.descriptor
         assert isinstance(descriptor, AggregatingStateDescriptor)
-        fn = descriptor.get_agg_function()
+        fn = descriptor.get_agg_function() if agg_function is None else agg_function
         self._agg_function = fn
         self._create_accumulator = fn.create_accumulator
         self._add = fn.add

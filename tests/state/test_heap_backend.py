@@ -259,14 +259,6 @@ def test_unhashable_namespace_fails(backend, kind):
         kind.read(state)
 
 
-def test_ttl_is_refused(backend, kind):
-    descriptor = kind.make("with-ttl")
-    descriptor.enable_time_to_live(object())
-    with pytest.raises(NotImplementedError) as info:
-        backend.get_or_create_keyed_state(descriptor)
-    assert str(info.value) == "State TTL is not implemented yet (descriptor 'with-ttl')"
-    assert backend.get_registered_state_names() == []
-
 
 def test_get_keys_and_apply_to_all_keys(backend, kind):
     descriptor = kind.make("s")

@@ -1,0 +1,1265 @@
+"""State time-to-live (TTL): the configuration (PyFlink's ``StateTtlConfig``) and the TTL
+state decorators the heap keyed state backend wraps around its states (Flink's
+``org.apache.flink.runtime.state.ttl``: ``TtlStateFactory``, ``AbstractTtlState``,
+``TtlValueState``, ``TtlListState``, ``TtlMapState``, ``TtlReducingState``,
+``TtlAggregatingState``, ``TtlReduceFunction``, ``TtlAggregateFunction``,
+``TtlIncrementalCleanup`` and the full-snapshot ``TtlStateSnapshotTransformer``).
+
+Usage, as in PyFlink::
+
+    ttl = (StateTtlConfig.new_builder(Time.seconds(10))
+           .set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
+           .set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+           .cleanup_incrementally(10, False)
+           .build())
+    descriptor = ValueStateDescriptor("last-seen")
+    descriptor.enable_time_to_live(ttl)
+
+Semantics (Flink's):
+
+- every stored value carries its *last access timestamp* (ms), set when it is written and,
+  with ``UpdateType.OnReadAndWrite``, also when it is read;
+- a value is expired when ``last_access + ttl <= now`` (``TtlUtils.expired``), ``now`` being
+  processing time from the backend's TTL time provider (a callable returning epoch ms; tests
+  inject a manual clock);
+- a read that finds an expired value removes it and returns nothing
+  (``StateVisibility.NeverReturnExpired``) or returns it this one last time
+  (``ReturnExpiredIfNotCleanedUp``);
+- list state keeps a timestamp per element, map state per entry: elements and entries expire
+  one by one;
+- ``UpdateType.Disabled`` switches TTL off: the backend creates a plain heap state.
+
+Stored layout (what :class:`~rill.state.state_table.StateTable` holds for a TTL state, and what
+a snapshot writes): a *TTL value* is the plain tuple ``(user_value, last_access_timestamp_ms)``;
+a value, reducing or aggregating state stores one TTL value per key and namespace, a list state
+a non-empty ``list`` of TTL values, a map state a non-empty ``dict`` of user key to TTL value.
+
+Cleanup of expired state that is never read again:
+
+- *incremental* (``cleanup_incrementally(cleanup_size, run_cleanup_for_every_record)``, and by
+  default ``(5, False)`` unless ``disable_cleanup_in_background()``): every access to the state
+  first checks the next ``cleanup_size`` entries of a cursor walking the state table, removing
+  expired values, list elements and map entries; with ``run_cleanup_for_every_record`` it also
+  runs whenever the operator sets the current key (every record);
+- *full snapshot* (``cleanup_full_snapshot()``): the snapshot writer filters expired values out
+  of what it writes (:meth:`AbstractTtlState.create_snapshot_transformer`, or
+  ``HeapKeyedStateBackend.iter_snapshot_entries``); live state is not touched.
+
+Rill differences: only processing time exists (as in Flink); ``cleanup_in_rocksdb_compact_filter``
+is recorded and has no effect (there is no RocksDB backend); the full-snapshot transformer reads
+the clock once per snapshot instead of once per entry.
+"""
+
+from __future__ import annotations
+
+import datetime
+import enum
+import time
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+
+from rill.state.api import (
+    AggregatingState,
+    InternalKvState,
+    ListState,
+    MapState,
+    ReducingState,
+    ValueState,
+)
+from rill.state.descriptors import StateDescriptor, StateType
+from rill.state.heap_states import (
+    AbstractHeapState,
+    HeapAggregatingState,
+    HeapListState,
+    HeapMapState,
+    HeapReducingState,
+    HeapValueState,
+)
+from rill.state.state_table import StateTable
+
+__all__ = [
+    "Time",
+    "StateTtlConfig",
+    "UpdateType",
+    "StateVisibility",
+    "TtlTimeCharacteristic",
+    "TtlTimeProvider",
+    "default_ttl_time_provider",
+    "ManualTtlTimeProvider",
+    "expired",
+    "AbstractTtlState",
+    "TtlValueState",
+    "TtlListState",
+    "TtlMapState",
+    "TtlReducingState",
+    "TtlAggregatingState",
+    "TtlReduceFunction",
+    "TtlAggregateFunction",
+    "TtlIncrementalCleanup",
+    "MAX_KEY_GROUPS_PER_CLEANUP",
+    "create_ttl_state",
+]
+
+#: A TTL time provider: a zero-argument callable returning the current time in epoch ms
+#: (Flink's ``TtlTimeProvider``).
+TtlTimeProvider = Callable[[], int]
+
+
+def default_ttl_time_provider() -> int:
+    """The current wall-clock time in epoch ms (Flink's ``TtlTimeProvider.DEFAULT``)."""
+    return time.time_ns() // 1_000_000
+
+
+class ManualTtlTimeProvider:
+    """A TTL time provider the caller moves by hand (for tests).
+
+    :param now_ms: the initial time in epoch ms (default 0).
+    """
+
+    __slots__ = ("now_ms",)
+
+    def __init__(self, now_ms: int = 0) -> None:
+        self.now_ms = now_ms
+
+    def __call__(self) -> int:
+        return self.now_ms
+
+    def set(self, now_ms: int) -> None:
+        """Set the time to ``now_ms`` (epoch ms)."""
+        self.now_ms = now_ms
+
+    def advance(self, delta_ms: int) -> None:
+        """Move the time ``delta_ms`` ms forward."""
+        self.now_ms += delta_ms
+
+    def __repr__(self) -> str:
+        return f"ManualTtlTimeProvider(now_ms={self.now_ms})"
+
+
+def expired(last_access_ms: int, ttl_ms: int, now_ms: int) -> bool:
+    """Whether a value last accessed at ``last_access_ms`` has expired at ``now_ms``
+    (Flink's ``TtlUtils.expired``: ``last_access + ttl <= now``)."""
+    return last_access_ms + ttl_ms <= now_ms
+
+
+# -- configuration ------------------------------------------------------------------------------
+
+class Time:
+    """A length of time, as PyFlink's ``pyflink.common.time.Time`` (ms resolution). Any object
+    with ``to_milliseconds()`` (such as ``rill.common.time.Time``) is accepted wherever this is.
+
+    :param milliseconds: the length in ms (an ``int``).
+    """
+
+    __slots__ = ("_milliseconds",)
+
+    def __init__(self, milliseconds: int) -> None:
+        if type(milliseconds) is not int:
+            raise TypeError(f"Time needs an int number of milliseconds, got {milliseconds!r}")
+        self._milliseconds = milliseconds
+
+    @staticmethod
+    def milliseconds(milliseconds: int) -> "Time":
+        """``milliseconds`` ms."""
+        return Time(milliseconds)
+
+    @staticmethod
+    def seconds(seconds: int) -> "Time":
+        """``seconds`` s."""
+        return Time(seconds * 1000)
+
+    @staticmethod
+    def minutes(minutes: int) -> "Time":
+        """``minutes`` min."""
+        return Time(minutes * 60_000)
+
+    @staticmethod
+    def hours(hours: int) -> "Time":
+        """``hours`` h."""
+        return Time(hours * 3_600_000)
+
+    @staticmethod
+    def days(days: int) -> "Time":
+        """``days`` days."""
+        return Time(days * 86_400_000)
+
+    def to_milliseconds(self) -> int:
+        """The length in ms."""
+        return self._milliseconds
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Time) and other._milliseconds == self._milliseconds
+
+    def __hash__(self) -> int:
+        return hash(self._milliseconds)
+
+    def __repr__(self) -> str:
+        return f"Time(milliseconds={self._milliseconds})"
+
+
+def _to_time(ttl: Any) -> Any:
+    """``ttl`` (a ``Time``, anything with ``to_milliseconds()``, a ``datetime.timedelta`` or an
+    ``int`` of ms) checked positive: Time-like objects as given, the others as a :class:`Time`."""
+    if isinstance(ttl, Time):
+        ms = ttl.to_milliseconds()
+    elif isinstance(ttl, datetime.timedelta):
+        ms = ttl // datetime.timedelta(milliseconds=1)
+    elif type(ttl) is int:
+        ms = ttl
+    elif callable(getattr(ttl, "to_milliseconds", None)):
+        ms = ttl.to_milliseconds()
+    else:
+        raise TypeError(
+            f"TTL must be a Time, a datetime.timedelta or an int of milliseconds, got {ttl!r} "
+            f"of type {type(ttl).__name__}"
+        )
+    if type(ms) is not int or ms <= 0:
+        raise ValueError(f"TTL is expected to be positive, got {ms!r} ms")
+    if isinstance(ttl, (datetime.timedelta, int)):
+        return Time(ms)
+    return ttl  # a Time-like object (e.g. rill.common.time.Time) is kept as given
+
+
+class StateTtlConfig:
+    """Configuration of state TTL (PyFlink's ``StateTtlConfig``). Built with
+    :meth:`new_builder`; immutable afterwards.
+
+    :param update_type: when the last access timestamp is refreshed.
+    :param state_visibility: whether an expired, not yet removed value may be returned.
+    :param ttl_time_characteristic: the time scale (only ``ProcessingTime``).
+    :param ttl: the time to live.
+    :param cleanup_strategies: when expired state is removed besides on read.
+    """
+
+    class UpdateType(enum.Enum):
+        """When to refresh the last access timestamp (Flink's ``StateTtlConfig.UpdateType``)."""
+
+        #: TTL is disabled: state does not expire (the backend does not wrap the state).
+        Disabled = 0
+        #: the timestamp is set when the value is created and on every write.
+        OnCreateAndWrite = 1
+        #: as ``OnCreateAndWrite``, and also on every read.
+        OnReadAndWrite = 2
+
+    class StateVisibility(enum.Enum):
+        """Whether an expired value may be returned (Flink's ``StateTtlConfig.StateVisibility``)."""
+
+        #: an expired value found by a read is removed and returned this last time.
+        ReturnExpiredIfNotCleanedUp = 0
+        #: an expired value is never returned.
+        NeverReturnExpired = 1
+
+    class TtlTimeCharacteristic(enum.Enum):
+        """The time scale of TTL (Flink's ``StateTtlConfig.TtlTimeCharacteristic``)."""
+
+        #: processing time (the only one, as in Flink).
+        ProcessingTime = 0
+
+    class CleanupStrategies:
+        """When expired state is removed besides on read (Flink's
+        ``StateTtlConfig.CleanupStrategies``).
+
+        :param strategies: ``Strategies`` member → strategy configuration.
+        :param is_cleanup_in_background: whether default background cleanup is on (then
+            incremental cleanup with ``(5, False)`` applies unless configured otherwise).
+        """
+
+        class Strategies(enum.Enum):
+            """The cleanup strategies (Flink's ``CleanupStrategies.Strategies``)."""
+
+            FULL_STATE_SCAN_SNAPSHOT = 0
+            INCREMENTAL_CLEANUP = 1
+            ROCKSDB_COMPACTION_FILTER = 2
+
+        class CleanupStrategy:
+            """Base of the cleanup strategy configurations."""
+
+        class EmptyCleanupStrategy(CleanupStrategy):
+            """A strategy without parameters (full snapshot cleanup)."""
+
+        class IncrementalCleanupStrategy(CleanupStrategy):
+            """Incremental cleanup on state access (Flink's ``IncrementalCleanupStrategy``).
+
+            :param cleanup_size: entries checked per state access, ``> 0``.
+            :param run_cleanup_for_every_record: also check on every record (key selection).
+            :raises ValueError: if ``cleanup_size`` is not a positive ``int``.
+            :raises TypeError: if ``run_cleanup_for_every_record`` is not a ``bool``.
+            """
+
+            def __init__(self, cleanup_size: int, run_cleanup_for_every_record: bool) -> None:
+                if type(cleanup_size) is not int or cleanup_size <= 0:
+                    raise ValueError(
+                        "Number of incrementally cleaned up state entries should be positive, "
+                        f"got {cleanup_size!r}"
+                    )
+                if not isinstance(run_cleanup_for_every_record, bool):
+                    raise TypeError(
+                        "run_cleanup_for_every_record must be a bool, got "
+                        f"{run_cleanup_for_every_record!r}"
+                    )
+                self._cleanup_size = cleanup_size
+                self._run_cleanup_for_every_record = run_cleanup_for_every_record
+
+            def get_cleanup_size(self) -> int:
+                """Entries checked per state access."""
+                return self._cleanup_size
+
+            def run_cleanup_for_every_record(self) -> bool:
+                """Whether cleanup also runs on every record."""
+                return self._run_cleanup_for_every_record
+
+            def __repr__(self) -> str:
+                return (
+                    f"IncrementalCleanupStrategy(cleanup_size={self._cleanup_size}, "
+                    f"run_cleanup_for_every_record={self._run_cleanup_for_every_record})"
+                )
+
+        class RocksdbCompactFilterCleanupStrategy(CleanupStrategy):
+            """RocksDB compaction-filter cleanup; recorded only (Rill has no RocksDB backend).
+
+            :param query_time_after_num_entries: entries between two clock reads.
+            :param periodic_compaction_time: a ``Time`` (default 30 days).
+            """
+
+            def __init__(self, query_time_after_num_entries: int, periodic_compaction_time: Any = None) -> None:
+                self._query_time_after_num_entries = query_time_after_num_entries
+                self._periodic_compaction_time = (
+                    Time.days(30) if periodic_compaction_time is None else periodic_compaction_time
+                )
+
+            def get_query_time_after_num_entries(self) -> int:
+                """Entries between two clock reads."""
+                return self._query_time_after_num_entries
+
+            def get_periodic_compaction_time(self) -> Any:
+                """The periodic compaction time."""
+                return self._periodic_compaction_time
+
+        #: the single ``EmptyCleanupStrategy``
+        EMPTY_STRATEGY: "StateTtlConfig.CleanupStrategies.EmptyCleanupStrategy"
+
+        def __init__(self, strategies: Dict[Any, Any], is_cleanup_in_background: bool) -> None:
+            self._strategies = dict(strategies)
+            self._is_cleanup_in_background = is_cleanup_in_background
+
+        def is_cleanup_in_background(self) -> bool:
+            """Whether default background cleanup is on."""
+            return self._is_cleanup_in_background
+
+        def in_full_snapshot(self) -> bool:
+            """Whether snapshots leave expired state out (``cleanup_full_snapshot()``)."""
+            return StateTtlConfig.CleanupStrategies.Strategies.FULL_STATE_SCAN_SNAPSHOT in self._strategies
+
+        def get_incremental_cleanup_strategy(self) -> Optional["StateTtlConfig.CleanupStrategies.IncrementalCleanupStrategy"]:
+            """The incremental cleanup configuration: the configured one, else ``(5, False)``
+            when cleanup in background is on, else ``None``."""
+            cls = StateTtlConfig.CleanupStrategies
+            default = cls.IncrementalCleanupStrategy(5, False) if self._is_cleanup_in_background else None
+            return self._strategies.get(cls.Strategies.INCREMENTAL_CLEANUP, default)
+
+        def get_rocksdb_compact_filter_cleanup_strategy(self) -> Optional[Any]:
+            """The RocksDB compaction-filter configuration (no effect in Rill)."""
+            cls = StateTtlConfig.CleanupStrategies
+            default = cls.RocksdbCompactFilterCleanupStrategy(1000) if self._is_cleanup_in_background else None
+            return self._strategies.get(cls.Strategies.ROCKSDB_COMPACTION_FILTER, default)
+
+        def __repr__(self) -> str:
+            names = sorted(s.name for s in self._strategies)
+            return f"CleanupStrategies({names}, is_cleanup_in_background={self._is_cleanup_in_background})"
+
+    class Builder:
+        """Builds a :class:`StateTtlConfig` (PyFlink's ``StateTtlConfig.Builder``).
+
+        Defaults: ``OnCreateAndWrite``, ``NeverReturnExpired``, ``ProcessingTime``, cleanup in
+        background on.
+
+        :param ttl: see :meth:`StateTtlConfig.new_builder`.
+        """
+
+        def __init__(self, ttl: Any) -> None:
+            self._ttl = _to_time(ttl)
+            self._update_type = StateTtlConfig.UpdateType.OnCreateAndWrite
+            self._state_visibility = StateTtlConfig.StateVisibility.NeverReturnExpired
+            self._ttl_time_characteristic = StateTtlConfig.TtlTimeCharacteristic.ProcessingTime
+            self._is_cleanup_in_background = True
+            self._strategies: Dict[Any, Any] = {}
+
+        def set_update_type(self, update_type: "StateTtlConfig.UpdateType") -> "StateTtlConfig.Builder":
+            """Set when the last access timestamp is refreshed.
+
+            :raises TypeError: if ``update_type`` is not an ``UpdateType``.
+            """
+            _check_enum(update_type, StateTtlConfig.UpdateType, "update_type")
+            self._update_type = update_type
+            return self
+
+        def update_ttl_on_create_and_write(self) -> "StateTtlConfig.Builder":
+            """``set_update_type(UpdateType.OnCreateAndWrite)``."""
+            return self.set_update_type(StateTtlConfig.UpdateType.OnCreateAndWrite)
+
+        def update_ttl_on_read_and_write(self) -> "StateTtlConfig.Builder":
+            """``set_update_type(UpdateType.OnReadAndWrite)``."""
+            return self.set_update_type(StateTtlConfig.UpdateType.OnReadAndWrite)
+
+        def set_state_visibility(self, state_visibility: "StateTtlConfig.StateVisibility") -> "StateTtlConfig.Builder":
+            """Set whether an expired, not yet removed value may be returned.
+
+            :raises TypeError: if ``state_visibility`` is not a ``StateVisibility``.
+            """
+            _check_enum(state_visibility, StateTtlConfig.StateVisibility, "state_visibility")
+            self._state_visibility = state_visibility
+            return self
+
+        def return_expired_if_not_cleaned_up(self) -> "StateTtlConfig.Builder":
+            """``set_state_visibility(StateVisibility.ReturnExpiredIfNotCleanedUp)``."""
+            return self.set_state_visibility(StateTtlConfig.StateVisibility.ReturnExpiredIfNotCleanedUp)
+
+        def never_return_expired(self) -> "StateTtlConfig.Builder":
+            """``set_state_visibility(StateVisibility.NeverReturnExpired)``."""
+            return self.set_state_visibility(StateTtlConfig.StateVisibility.NeverReturnExpired)
+
+        def set_ttl_time_characteristic(
+            self, ttl_time_characteristic: "StateTtlConfig.TtlTimeCharacteristic"
+        ) -> "StateTtlConfig.Builder":
+            """Set the time scale (only ``ProcessingTime`` exists).
+
+            :raises TypeError: if the argument is not a ``TtlTimeCharacteristic``.
+            """
+            _check_enum(ttl_time_characteristic, StateTtlConfig.TtlTimeCharacteristic, "ttl_time_characteristic")
+            self._ttl_time_characteristic = ttl_time_characteristic
+            return self
+
+        def use_processing_time(self) -> "StateTtlConfig.Builder":
+            """``set_ttl_time_characteristic(TtlTimeCharacteristic.ProcessingTime)``."""
+            return self.set_ttl_time_characteristic(StateTtlConfig.TtlTimeCharacteristic.ProcessingTime)
+
+        def cleanup_full_snapshot(self) -> "StateTtlConfig.Builder":
+            """Leave expired state out of full snapshots."""
+            cls = StateTtlConfig.CleanupStrategies
+            self._strategies[cls.Strategies.FULL_STATE_SCAN_SNAPSHOT] = cls.EMPTY_STRATEGY
+            return self
+
+        def cleanup_incrementally(self, cleanup_size: int, run_cleanup_for_every_record: bool) -> "StateTtlConfig.Builder":
+            """Check ``cleanup_size`` entries for expiry on every access to the state, and, with
+            ``run_cleanup_for_every_record``, also on every record.
+
+            :raises ValueError: if ``cleanup_size`` is not a positive ``int``.
+            :raises TypeError: if ``run_cleanup_for_every_record`` is not a ``bool``.
+            """
+            cls = StateTtlConfig.CleanupStrategies
+            self._strategies[cls.Strategies.INCREMENTAL_CLEANUP] = cls.IncrementalCleanupStrategy(
+                cleanup_size, run_cleanup_for_every_record
+            )
+            return self
+
+        def cleanup_in_rocksdb_compact_filter(
+            self, query_time_after_num_entries: int, periodic_compaction_time: Any = None
+        ) -> "StateTtlConfig.Builder":
+            """Recorded for PyFlink compatibility; no effect (Rill has no RocksDB backend)."""
+            cls = StateTtlConfig.CleanupStrategies
+            self._strategies[cls.Strategies.ROCKSDB_COMPACTION_FILTER] = cls.RocksdbCompactFilterCleanupStrategy(
+                query_time_after_num_entries, periodic_compaction_time
+            )
+            return self
+
+        def disable_cleanup_in_background(self) -> "StateTtlConfig.Builder":
+            """Switch off the default incremental cleanup; explicitly configured strategies stay."""
+            self._is_cleanup_in_background = False
+            return self
+
+        def set_ttl(self, ttl: Any) -> "StateTtlConfig.Builder":
+            """Set the time to live (as :meth:`StateTtlConfig.new_builder`)."""
+            self._ttl = _to_time(ttl)
+            return self
+
+        def build(self) -> "StateTtlConfig":
+            """The configuration."""
+            return StateTtlConfig(
+                self._update_type,
+                self._state_visibility,
+                self._ttl_time_characteristic,
+                self._ttl,
+                StateTtlConfig.CleanupStrategies(self._strategies, self._is_cleanup_in_background),
+            )
+
+    def __init__(
+        self,
+        update_type: "StateTtlConfig.UpdateType",
+        state_visibility: "StateTtlConfig.StateVisibility",
+        ttl_time_characteristic: "StateTtlConfig.TtlTimeCharacteristic",
+        ttl: Any,
+        cleanup_strategies: "StateTtlConfig.CleanupStrategies",
+    ) -> None:
+        _check_enum(update_type, StateTtlConfig.UpdateType, "update_type")
+        _check_enum(state_visibility, StateTtlConfig.StateVisibility, "state_visibility")
+        _check_enum(ttl_time_characteristic, StateTtlConfig.TtlTimeCharacteristic, "ttl_time_characteristic")
+        self._update_type = update_type
+        self._state_visibility = state_visibility
+        self._ttl_time_characteristic = ttl_time_characteristic
+        self._ttl = _to_time(ttl)
+        self._cleanup_strategies = cleanup_strategies
+
+    @staticmethod
+    def new_builder(ttl: Any) -> "StateTtlConfig.Builder":
+        """A builder for a TTL of ``ttl``: a :class:`Time` (or PyFlink ``Time``/``Duration``-like
+        object with ``to_milliseconds()``), a ``datetime.timedelta`` or an ``int`` of ms.
+
+        :raises TypeError: for another type.
+        :raises ValueError: if the TTL is not positive ("TTL is expected to be positive").
+        """
+        return StateTtlConfig.Builder(ttl)
+
+    def get_update_type(self) -> "StateTtlConfig.UpdateType":
+        """When the last access timestamp is refreshed."""
+        return self._update_type
+
+    def get_state_visibility(self) -> "StateTtlConfig.StateVisibility":
+        """Whether an expired, not yet removed value may be returned."""
+        return self._state_visibility
+
+    def get_ttl(self) -> Any:
+        """The time to live: the ``Time`` given to the builder (a :class:`Time` for an ``int``
+        or ``timedelta``)."""
+        return self._ttl
+
+    def get_ttl_ms(self) -> int:
+        """The time to live in ms (Rill addition)."""
+        return self._ttl.to_milliseconds()
+
+    def get_ttl_time_characteristic(self) -> "StateTtlConfig.TtlTimeCharacteristic":
+        """The time scale (``ProcessingTime``)."""
+        return self._ttl_time_characteristic
+
+    def is_enabled(self) -> bool:
+        """Whether TTL is on (the update type is not ``Disabled``)."""
+        return self._update_type is not StateTtlConfig.UpdateType.Disabled
+
+    def get_cleanup_strategies(self) -> "StateTtlConfig.CleanupStrategies":
+        """The cleanup strategies."""
+        return self._cleanup_strategies
+
+    def __repr__(self) -> str:
+        return (
+            f"StateTtlConfig<update_type={self._update_type}, state_visibility={self._state_visibility}, "
+            f"ttl_time_characteristic={self._ttl_time_characteristic}, ttl={self._ttl}>"
+        )
+
+
+StateTtlConfig.CleanupStrategies.EMPTY_STRATEGY = StateTtlConfig.CleanupStrategies.EmptyCleanupStrategy()
+
+#: Module-level aliases of the nested enums (``StateTtlConfig.UpdateType`` etc.).
+UpdateType = StateTtlConfig.UpdateType
+StateVisibility = StateTtlConfig.StateVisibility
+TtlTimeCharacteristic = StateTtlConfig.TtlTimeCharacteristic
+
+
+def _check_enum(value: Any, enum_class: type, what: str) -> None:
+    if not isinstance(value, enum_class):
+        raise TypeError(f"{what} must be a StateTtlConfig.{enum_class.__name__}, got {value!r}")
+
+
+# -- TTL-aware user functions -------------------------------------------------------------------
+
+class _TtlDecorator:
+    """What every TTL decorator knows (Flink's ``AbstractTtlDecorator``)."""
+
+    __slots__ = ("_ttl", "_clock", "_update_on_read", "_return_expired")
+
+    def __init__(self, config: StateTtlConfig, clock: TtlTimeProvider) -> None:
+        self._ttl = config.get_ttl_ms()
+        self._clock = clock
+        self._update_on_read = config.get_update_type() is UpdateType.OnReadAndWrite
+        self._return_expired = config.get_state_visibility() is StateVisibility.ReturnExpiredIfNotCleanedUp
+
+    def _get_unexpired(self, ttl_value: Optional[Tuple[Any, int]]) -> Any:
+        """The user value of ``ttl_value``, or ``None`` if absent or expired and not returnable."""
+        if ttl_value is None:
+            return None
+        if ttl_value[1] + self._ttl <= self._clock() and not self._return_expired:
+            return None
+        return ttl_value[0]
+
+
+class TtlReduceFunction(_TtlDecorator):
+    """Wraps a reduce callable to reduce TTL values (Flink's ``TtlReduceFunction``): expired
+    inputs (unless returnable) are ignored, the result is stamped with the current time.
+
+    :param reduce: the user's ``reduce(a, b)`` callable.
+    :param config: the TTL configuration.
+    :param clock: the TTL time provider (epoch ms).
+    """
+
+    __slots__ = ("_reduce",)
+
+    def __init__(self, reduce: Callable[[Any, Any], Any], config: StateTtlConfig, clock: TtlTimeProvider) -> None:
+        super().__init__(config, clock)
+        self._reduce = reduce
+
+    def reduce(self, value1: Optional[Tuple[Any, int]], value2: Optional[Tuple[Any, int]]) -> Optional[Tuple[Any, int]]:
+        """Reduce two TTL values into a fresh one; ``None`` if neither is usable."""
+        v1 = self._get_unexpired(value1)
+        v2 = self._get_unexpired(value2)
+        if v1 is not None and v2 is not None:
+            result = self._reduce(v1, v2)
+            return None if result is None else (result, self._clock())
+        if v1 is not None:
+            return (v1, self._clock())
+        if v2 is not None:
+            return (v2, self._clock())
+        return None
+
+    __call__ = reduce
+
+
+class TtlAggregateFunction(_TtlDecorator):
+    """Wraps an aggregate function to work on TTL accumulators (Flink's
+    ``TtlAggregateFunction``): an expired accumulator (unless returnable) is replaced by a fresh
+    one, every result is stamped with the current time.
+
+    :param agg_function: the user's aggregate function.
+    :param config: the TTL configuration.
+    :param clock: the TTL time provider (epoch ms).
+    """
+
+    __slots__ = ("_agg_function",)
+
+    def __init__(self, agg_function: Any, config: StateTtlConfig, clock: TtlTimeProvider) -> None:
+        super().__init__(config, clock)
+        self._agg_function = agg_function
+
+    def create_accumulator(self) -> Tuple[Any, int]:
+        """A fresh user accumulator, stamped now."""
+        return (self._agg_function.create_accumulator(), self._clock())
+
+    def add(self, value: Any, accumulator: Optional[Tuple[Any, int]]) -> Optional[Tuple[Any, int]]:
+        """Add ``value`` to the (unexpired, else fresh) accumulator; stamped now."""
+        user_acc = self._get_unexpired(accumulator)
+        if user_acc is None:
+            user_acc = self._agg_function.create_accumulator()
+        result = self._agg_function.add(value, user_acc)
+        return None if result is None else (result, self._clock())
+
+    def get_result(self, accumulator: Optional[Tuple[Any, int]]) -> Any:
+        """The user result of the (usable) accumulator, or ``None``."""
+        user_acc = self._get_unexpired(accumulator)
+        return None if user_acc is None else self._agg_function.get_result(user_acc)
+
+    def merge(self, acc_a: Optional[Tuple[Any, int]], acc_b: Optional[Tuple[Any, int]]) -> Optional[Tuple[Any, int]]:
+        """Merge two accumulators, ignoring unusable ones; stamped now."""
+        a = self._get_unexpired(acc_a)
+        b = self._get_unexpired(acc_b)
+        if a is not None and b is not None:
+            result = self._agg_function.merge(a, b)
+            return None if result is None else (result, self._clock())
+        if a is not None:
+            return (a, self._clock())
+        if b is not None:
+            return (b, self._clock())
+        return None
+
+
+# -- incremental cleanup ------------------------------------------------------------------------
+
+#: Key groups a :class:`TtlIncrementalCleanup` call moves through at most, so that an access to
+#: a sparse state with many key groups stays cheap.
+MAX_KEY_GROUPS_PER_CLEANUP = 256
+
+
+class TtlIncrementalCleanup:
+    """A cursor over one state table that checks ``cleanup_size`` entries per call (Flink's
+    ``TtlIncrementalCleanup`` over ``StateIncrementalVisitor``).
+
+    The cursor walks the table key group by key group, wrapping around at the end; on entering
+    a key group it copies its namespaces, on entering a namespace its keys, so the table may
+    change between calls (entries removed since are skipped, entries added are seen on the next
+    pass). A call stops after ``cleanup_size`` existing entries or after moving through
+    :data:`MAX_KEY_GROUPS_PER_CLEANUP` key groups. Each visited entry is passed to
+    ``transform(stored, now_ms)``: ``None`` removes the entry, another object replaces it (a
+    list or map without its expired elements).
+
+    Rill difference: Flink's call also stops at the end of its iterator; Rill wraps around, so
+    that a call checks exactly ``cleanup_size`` entries whenever the table holds that many (an
+    entry may then be checked twice in one call when the table holds fewer).
+
+    :param table: the state's table.
+    :param cleanup_size: entries checked per call, ``> 0``.
+    :param transform: the state's ``unexpired_or_none``, or ``None`` (see ``__init__``).
+    :param clock: the TTL time provider (epoch ms).
+    :param ttl_ms: the time to live, for the inline check.
+    """
+
+    __slots__ = ("_maps", "_cleanup_size", "_transform", "_ttl", "_clock", "_next_kg", "_by_namespace",
+                 "_namespaces", "_ns_index", "_namespace", "_by_key", "_keys", "_pos")
+
+    def __init__(
+        self,
+        table: StateTable,
+        cleanup_size: int,
+        transform: Optional[Callable[[Any, int], Any]],
+        clock: TtlTimeProvider,
+        ttl_ms: int = 0,
+    ) -> None:
+        """:param transform: ``None`` for states storing one TTL value per entry (value,
+        reducing, aggregating), checked inline against ``ttl_ms``."""
+        self._maps = table.key_group_maps
+        self._cleanup_size = cleanup_size
+        self._transform = transform
+        self._ttl = ttl_ms
+        self._clock = clock
+        self._next_kg = 0
+        # the cursor: key group dict, its namespaces (copied), the current namespace, its
+        # key dict (possibly detached since: then empty) and its keys (copied)
+        self._by_namespace: Dict[Any, Dict[Any, Any]] = {}
+        self._namespaces: List[Any] = []
+        self._ns_index = 0
+        self._namespace: Any = None
+        self._by_key: Dict[Any, Any] = {}
+        self._keys: List[Any] = []
+        self._pos = 0
+
+    def on_key_selected(self, key: Any) -> None:
+        """Key selection listener form of :meth:`state_accessed` (``key`` is ignored)."""
+        self.state_accessed()
+
+    def state_accessed(self) -> None:
+        """Check the next ``cleanup_size`` entries."""
+        budget = self._cleanup_size
+        pos = self._pos
+        keys = self._keys
+        now = self._clock()
+        if pos + budget <= len(keys):  # fast path: inside the current namespace's keys
+            self._pos = pos + budget
+            budget = self._check(keys[pos:pos + budget], budget, now)
+            if budget == 0:
+                return
+        self._advance_and_check(budget, now)
+
+    def _check(self, chunk: List[Any], budget: int, now: int) -> int:
+        """Check the entries of ``chunk`` (keys of the current namespace); returns ``budget``
+        minus the entries that existed."""
+        by_key = self._by_key
+        transform = self._transform
+        limit = now - self._ttl  # a TTL value is expired iff its timestamp <= limit
+        get = by_key.get
+        for key in chunk:
+            stored = get(key)
+            if stored is None:
+                continue
+            budget -= 1
+            if transform is None:
+                if stored[1] > limit:
+                    continue
+                del by_key[key]
+            else:
+                clean = transform(stored, now)
+                if clean is stored:
+                    continue
+                if clean is None:
+                    del by_key[key]
+                else:
+                    by_key[key] = clean
+        if not by_key:
+            by_namespace = self._by_namespace
+            if by_namespace.get(self._namespace) is by_key:  # not detached: keep no empty dicts
+                del by_namespace[self._namespace]
+            self._pos = len(self._keys)
+        return budget
+
+    def _advance_and_check(self, budget: int, now: int) -> None:
+        """The general path: finish the current namespace, then move on through namespaces
+        and key groups until ``budget`` entries were checked or the key group limit is hit."""
+        maps = self._maps
+        moves = MAX_KEY_GROUPS_PER_CLEANUP
+        while budget > 0:
+            keys = self._keys
+            pos = self._pos
+            if pos < len(keys):
+                end = pos + budget
+                self._pos = min(end, len(keys))
+                budget = self._check(keys[pos:end], budget, now)
+                continue
+            if self._ns_index < len(self._namespaces):  # next namespace of the key group
+                namespace = self._namespaces[self._ns_index]
+                self._ns_index += 1
+                by_key = self._by_namespace.get(namespace)
+                self._namespace = namespace
+                self._by_key = {} if by_key is None else by_key
+                self._keys = list(self._by_key)
+                self._pos = 0
+                continue
+            if moves == 0:
+                break
+            moves -= 1  # next key group, wrapping around
+            if self._next_kg >= len(maps):
+                self._next_kg = 0
+            by_namespace = maps[self._next_kg]
+            self._next_kg += 1
+            self._by_namespace = by_namespace
+            self._namespaces = list(by_namespace) if by_namespace else []
+            self._ns_index = 0
+
+
+def _no_cleanup() -> None:
+    pass
+
+
+# -- the TTL states -----------------------------------------------------------------------------
+
+class AbstractTtlState(InternalKvState):
+    """Base of the TTL decorators (Flink's ``AbstractTtlState``): wraps a heap state whose
+    stored values are TTL values (``(user_value, last_access_ms)``), checks expiry on access and
+    runs the incremental cleanup before each access.
+
+    :param original: the wrapped heap state (storing TTL values).
+    :param config: the TTL configuration (enabled).
+    :param clock: the TTL time provider (epoch ms).
+    """
+
+    __slots__ = ("_original", "_config", "_ttl", "_clock", "_update_on_read", "_return_expired",
+                 "_access", "incremental_cleanup")
+
+    def __init__(self, original: AbstractHeapState, config: StateTtlConfig, clock: TtlTimeProvider) -> None:
+        self._original = original
+        self._config = config
+        self._ttl = config.get_ttl_ms()
+        self._clock = clock
+        self._update_on_read = config.get_update_type() is UpdateType.OnReadAndWrite
+        self._return_expired = config.get_state_visibility() is StateVisibility.ReturnExpiredIfNotCleanedUp
+        strategy = config.get_cleanup_strategies().get_incremental_cleanup_strategy()
+        #: the incremental cleanup cursor, or ``None`` if incremental cleanup is off
+        self.incremental_cleanup: Optional[TtlIncrementalCleanup] = None
+        self._access: Callable[[], None] = _no_cleanup
+        if strategy is not None:
+            scalar = type(self).unexpired_or_none is AbstractTtlState.unexpired_or_none
+            self.incremental_cleanup = TtlIncrementalCleanup(
+                original.table,
+                strategy.get_cleanup_size(),
+                None if scalar else self.unexpired_or_none,
+                clock,
+                self._ttl,
+            )
+            self._access = self.incremental_cleanup.state_accessed
+
+    # -- InternalKvState and introspection --------------------------------------------------
+    def set_current_namespace(self, namespace: Any) -> None:
+        """Bind the state to ``namespace`` (hashable; checked on the next access)."""
+        self._original.set_current_namespace(namespace)
+
+    def get_current_namespace(self) -> Any:
+        """The namespace the state is bound to."""
+        return self._original.get_current_namespace()
+
+    @property
+    def original(self) -> AbstractHeapState:
+        """The wrapped heap state (its values are TTL values)."""
+        return self._original
+
+    @property
+    def table(self) -> StateTable:
+        """The state's :class:`StateTable` (values in the TTL layout of the module docstring)."""
+        return self._original.table
+
+    @property
+    def descriptor(self) -> StateDescriptor:
+        """The descriptor the state was registered with."""
+        return self._original.descriptor
+
+    @property
+    def ttl_config(self) -> StateTtlConfig:
+        """The TTL configuration."""
+        return self._config
+
+    def clear(self) -> None:
+        """Remove the current key's entry in the current namespace (Flink clears, then runs
+        the incremental cleanup)."""
+        self._original.clear()
+        self._access()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.table.name!r}, ttl_ms={self._ttl})"
+
+    # -- expiry -----------------------------------------------------------------------------
+    def unexpired_or_none(self, stored: Any, now_ms: int) -> Any:
+        """``stored`` (a stored value in the TTL layout) without what expired at ``now_ms``:
+        ``None`` if nothing is left, ``stored`` itself if nothing expired (Flink's
+        ``getUnexpiredOrNull``). Used by the incremental cleanup and full-snapshot filtering."""
+        return None if stored[1] + self._ttl <= now_ms else stored
+
+    def create_snapshot_transformer(self) -> Callable[[Any], Any]:
+        """A function ``stored -> stored or None`` that leaves out what has expired at the
+        time of this call (Flink's ``TtlStateSnapshotTransformer``, for ``cleanup_full_snapshot``).
+        Live state is not modified; the returned value may share elements with ``stored``."""
+        now = self._clock()
+        unexpired_or_none = self.unexpired_or_none
+        return lambda stored: unexpired_or_none(stored, now)
+
+    def _checked_and_updated(self, stored: Optional[Tuple[Any, int]], update: Callable[[Any], None]) -> Any:
+        """Flink's ``getWithTtlCheckAndUpdate`` on a value read already: expired → clear (the
+        current entry) and return it only if returnable; unexpired → refresh on read if
+        configured. Returns the user value or ``None``."""
+        if stored is None:
+            return None
+        now = self._clock()
+        if stored[1] + self._ttl <= now:
+            self._original.clear()
+            return stored[0] if self._return_expired else None
+        if self._update_on_read:
+            update((stored[0], now))
+        return stored[0]
+
+
+
+class _TtlMergingState(AbstractTtlState):
+    """TTL states whose namespaces can be merged (list, reducing, aggregating)."""
+
+    __slots__ = ()
+
+    def merge_namespaces(self, target: Any, sources: Iterable[Any]) -> None:
+        """Merge the current key's entries of ``sources`` into ``target`` and remove them
+        (list: elements keep their timestamps; reducing/aggregating: through the TTL-aware
+        function, which ignores expired values and stamps the result now).
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._original.merge_namespaces(target, sources)  # type: ignore[attr-defined]
+
+
+class TtlValueState(AbstractTtlState, ValueState):
+    """A :class:`~rill.state.api.ValueState` with TTL (Flink's ``TtlValueState``)."""
+
+    __slots__ = ()
+
+    def value(self) -> Any:
+        """The current key's value, or ``None`` if absent or expired (see the visibility).
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        original = self._original
+        return self._checked_and_updated(original._get_internal(), original._put_internal)
+
+    def update(self, value: Any) -> None:
+        """Set the value, stamped now; ``None`` removes the entry.
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        if value is None:
+            self._original.clear()
+        else:
+            self._original._put_internal((value, self._clock()))
+
+
+class TtlListState(_TtlMergingState, ListState):
+    """A :class:`~rill.state.api.ListState` with TTL, one timestamp per element (Flink's
+    ``TtlListState``).
+
+    ``get()`` returns a new list of the unexpired elements (all of them, expired included, with
+    ``ReturnExpiredIfNotCleanedUp``); when every element has expired the entry is removed. With
+    ``OnReadAndWrite`` a read rewrites the entry with only the unexpired elements, each stamped
+    now. Otherwise expired elements among unexpired ones stay stored until a cleanup removes them
+    (as in Flink).
+    """
+
+    __slots__ = ()
+
+    def get(self) -> List[Any]:
+        """The current key's (visible) elements; an empty list if there are none.
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        original = self._original
+        stored = original._get_internal()
+        if stored is None:
+            return []
+        now = self._clock()
+        limit = now - self._ttl  # expired iff ts + ttl <= now iff ts <= limit
+        unexpired = [v for v, ts in stored if ts > limit]
+        if not unexpired:
+            original.clear()
+            return [v for v, _ in stored] if self._return_expired else []
+        if self._update_on_read:
+            original._put_internal([(v, now) for v in unexpired])
+        if self._return_expired and len(unexpired) != len(stored):
+            return [v for v, _ in stored]
+        return unexpired
+
+    def add(self, value: Any) -> None:
+        """Append ``value``, stamped now.
+
+        :raises ValueError: if ``value`` is ``None``.
+        :raises RuntimeError: if no key is set.
+        """
+        if value is None:
+            self._original.add(None)  # raises the heap state's error
+        self._access()
+        self._original.add((value, self._clock()))
+
+    def add_all(self, values: Iterable[Any]) -> None:
+        """Append every element of ``values``, all stamped now; nothing if one is ``None``.
+
+        :raises ValueError: if ``values`` is ``None`` or contains ``None``.
+        :raises RuntimeError: if no key is set.
+        """
+        copied = self._original._checked_list(values)
+        self._access()
+        if not copied:
+            return
+        now = self._clock()
+        wrapped = [(v, now) for v in copied]
+        original = self._original
+        stored = original._get_internal()
+        if stored is None:
+            original._put_internal(wrapped)
+        else:
+            stored.extend(wrapped)
+
+    def update(self, values: Iterable[Any]) -> None:
+        """Replace the elements by ``values``, all stamped now; empty removes the entry.
+
+        :raises ValueError: if ``values`` is ``None`` or contains ``None`` (state unchanged).
+        :raises RuntimeError: if no key is set.
+        """
+        copied = self._original._checked_list(values)
+        self._access()
+        if copied:
+            now = self._clock()
+            self._original._put_internal([(v, now) for v in copied])
+        else:
+            self._original.clear()
+
+    def unexpired_or_none(self, stored: List[Tuple[Any, int]], now_ms: int) -> Optional[List[Tuple[Any, int]]]:
+        """The unexpired elements of a stored list (``stored`` itself if none expired, ``None``
+        if all did)."""
+        limit = now_ms - self._ttl
+        kept = [e for e in stored if e[1] > limit]
+        if len(kept) == len(stored):
+            return stored
+        return kept or None
+
+
+class TtlMapState(AbstractTtlState, MapState):
+    """A :class:`~rill.state.api.MapState` with TTL, one timestamp per entry (Flink's
+    ``TtlMapState``). Every read of an entry (``get``, ``contains``, the iteration methods)
+    checks it: an expired entry is removed (and returned this last time with
+    ``ReturnExpiredIfNotCleanedUp``), an unexpired one is refreshed with ``OnReadAndWrite``."""
+
+    __slots__ = ()
+
+    def _wrapped(self, key: Any) -> Optional[Tuple[Any, int]]:
+        """The usable TTL value of user key ``key`` (after expiry check and update), or ``None``."""
+        self._access()
+        original = self._original
+        stored = original._get_internal()
+        if stored is None:
+            return None
+        entry = stored.get(key)
+        if entry is None:
+            return None
+        now = self._clock()
+        if entry[1] + self._ttl <= now:
+            del stored[key]
+            if not stored:
+                original.clear()
+            return entry if self._return_expired else None
+        if self._update_on_read:
+            stored[key] = (entry[0], now)
+        return entry
+
+    def get(self, key: Any) -> Any:
+        """The value of user key ``key``, or ``None`` if absent or expired.
+
+        :raises RuntimeError: if no key is set.
+        """
+        entry = self._wrapped(key)
+        return None if entry is None else entry[0]
+
+    def contains(self, key: Any) -> bool:
+        """Whether ``key`` has a usable mapping (an expired one is removed)."""
+        return self._wrapped(key) is not None
+
+    def put(self, key: Any, value: Any) -> None:
+        """Map user key ``key`` to ``value`` (``None`` is legal), stamped now.
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        self._original.put(key, (value, self._clock()))
+
+    def put_all(self, dict_value: Dict[Any, Any]) -> None:
+        """Add every mapping of ``dict_value``, all stamped now.
+
+        :raises ValueError: if ``dict_value`` is ``None``.
+        :raises RuntimeError: if no key is set.
+        """
+        if dict_value is None:
+            self._original.put_all(None)  # raises the heap state's error
+        additions = dict(dict_value)
+        self._access()
+        now = self._clock()
+        self._original.put_all({k: (v, now) for k, v in additions.items()})
+
+    def remove(self, key: Any) -> None:
+        """Remove the mapping of ``key``.
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        self._original.remove(key)
+
+    def _visible_items(self, first_only: bool = False) -> List[Tuple[Any, Any]]:
+        """Check every entry (or up to the first usable one): remove expired ones, refresh
+        unexpired ones on read; return the usable ``(key, value)`` pairs."""
+        self._access()
+        original = self._original
+        stored = original._get_internal()
+        if stored is None:
+            return []
+        now = self._clock()
+        limit = now - self._ttl
+        update_on_read = self._update_on_read
+        return_expired = self._return_expired
+        result: List[Tuple[Any, Any]] = []
+        for key, (value, ts) in list(stored.items()):
+            if ts <= limit:
+                del stored[key]
+                if not return_expired:
+                    continue
+            elif update_on_read:
+                stored[key] = (value, now)
+            result.append((key, value))
+            if first_only:
+                break
+        if not stored:
+            original.clear()
+        return result
+
+    def items(self) -> List[Tuple[Any, Any]]:
+        """The usable ``(key, value)`` mappings (expired ones are removed)."""
+        return self._visible_items()
+
+    def keys(self) -> List[Any]:
+        """The usable keys (expired mappings are removed)."""
+        return [k for k, _ in self._visible_items()]
+
+    def values(self) -> List[Any]:
+        """The usable values (expired mappings are removed)."""
+        return [v for _, v in self._visible_items()]
+
+    def is_empty(self) -> bool:
+        """Whether there is no usable mapping (checks entries up to the first usable one)."""
+        return not self._visible_items(first_only=True)
+
+    def unexpired_or_none(self, stored: Dict[Any, Tuple[Any, int]], now_ms: int) -> Optional[Dict[Any, Tuple[Any, int]]]:
+        """The unexpired entries of a stored map (``stored`` itself if none expired, ``None``
+        if all did)."""
+        limit = now_ms - self._ttl
+        kept = {k: e for k, e in stored.items() if e[1] > limit}
+        if len(kept) == len(stored):
+            return stored
+        return kept or None
+
+
+class TtlReducingState(_TtlMergingState, ReducingState):
+    """A :class:`~rill.state.api.ReducingState` with TTL (Flink's ``TtlReducingState``): the
+    wrapped heap state reduces with a :class:`TtlReduceFunction`, so an expired value is
+    replaced rather than reduced with."""
+
+    __slots__ = ()
+
+    def get(self) -> Any:
+        """The reduced value, or ``None`` if absent or expired.
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        original = self._original
+        return self._checked_and_updated(original._get_internal(), original._put_internal)
+
+    def add(self, value: Any) -> None:
+        """Reduce ``value`` into the current key's value (``None`` clears the entry).
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        self._original.add(None if value is None else (value, self._clock()))
+
+
+class TtlAggregatingState(_TtlMergingState, AggregatingState):
+    """An :class:`~rill.state.api.AggregatingState` with TTL (Flink's ``TtlAggregatingState``):
+    the wrapped heap state aggregates with a :class:`TtlAggregateFunction`, so an expired
+    accumulator is replaced by a fresh one."""
+
+    __slots__ = ("_ttl_function",)
+
+    def __init__(
+        self,
+        original: HeapAggregatingState,
+        config: StateTtlConfig,
+        clock: TtlTimeProvider,
+        ttl_function: TtlAggregateFunction,
+    ) -> None:
+        super().__init__(original, config, clock)
+        self._ttl_function = ttl_function
+
+    def get(self) -> Any:
+        """``get_result(accumulator)``, or ``None`` if absent or expired.
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        original = self._original
+        user_acc = self._checked_and_updated(original._get_internal(), original._put_internal)
+        return None if user_acc is None else self._ttl_function._agg_function.get_result(user_acc)
+
+    def add(self, value: Any) -> None:
+        """Add ``value`` to the current key's (unexpired, else fresh) accumulator (``None``
+        clears the entry).
+
+        :raises RuntimeError: if no key is set.
+        """
+        self._access()
+        self._original.add(value)
+
+    def get_accumulator(self) -> Any:
+        """The stored user accumulator, expired or not, or ``None`` (no check, no update)."""
+        stored = self._original._get_internal()
+        return None if stored is None else stored[0]
+
+
+# -- factory ------------------------------------------------------------------------------------
+
+def create_ttl_state(backend: Any, table: StateTable, config: StateTtlConfig, clock: TtlTimeProvider) -> AbstractTtlState:
+    """The TTL state of ``table.descriptor`` around a new heap state on ``table`` (Flink's
+    ``TtlStateFactory.createStateAndWrapWithTtlIfEnabled``; the caller checked that ``config``
+    is enabled). Registers the incremental cleanup as a key selection listener of ``backend``
+    when ``run_cleanup_for_every_record`` is set.
+
+    :raises TypeError: if ``config`` is not a :class:`StateTtlConfig`.
+    """
+    if not isinstance(config, StateTtlConfig):
+        raise TypeError(
+            f"State '{table.name}': enable_time_to_live() needs a StateTtlConfig, got {config!r} "
+            f"of type {type(config).__name__}"
+        )
+    descriptor = table.descriptor
+    kind = descriptor.state_type
+    state: AbstractTtlState
+    if kind is StateType.VALUE:
+        state = TtlValueState(HeapValueState(backend, table), config, clock)
+    elif kind is StateType.LIST:
+        state = TtlListState(HeapListState(backend, table), config, clock)
+    elif kind is StateType.MAP:
+        state = TtlMapState(HeapMapState(backend, table), config, clock)
+    elif kind is StateType.REDUCING:
+        reduce = TtlReduceFunction(descriptor.reduce_callable, config, clock)  # type: ignore[attr-defined]
+        state = TtlReducingState(HeapReducingState(backend, table, reduce.reduce), config, clock)
+    elif kind is StateType.AGGREGATING:
+        function = TtlAggregateFunction(descriptor.get_agg_function(), config, clock)  # type: ignore[attr-defined]
+        state = TtlAggregatingState(HeapAggregatingState(backend, table, function), config, clock, function)
+    else:  # pragma: no cover - every StateType is handled
+        raise ValueError(f"Unknown state type {kind}")
+    strategy = config.get_cleanup_strategies().get_incremental_cleanup_strategy()
+    if strategy is not None and strategy.run_cleanup_for_every_record() and state.incremental_cleanup is not None:
+        backend.register_key_selection_listener(state.incremental_cleanup.on_key_selected)
+    return state
