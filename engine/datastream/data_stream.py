@@ -160,6 +160,29 @@ class DataStream:
         fn = F.wrap(func, F.ProcessFunction, "DataStream.process")
         return self._one_input("Process", _ops().ProcessOperator(fn), output_type)
 
+    def assign_timestamps_and_watermarks(self, watermark_strategy) -> "DataStream":
+        """Assign event timestamps and generate watermarks with ``watermark_strategy`` (a
+        ``WatermarkStrategy``), in an operator named "Timestamps/Watermarks" that runs with
+        the input's parallelism and chains to it (PyFlink's
+        ``assign_timestamps_and_watermarks``). Watermarks from upstream are dropped, except
+        the end-of-input one.
+
+        :raises TypeError: if ``watermark_strategy`` is not a ``WatermarkStrategy``.
+        """
+        from rill.common.watermark_strategy import WatermarkStrategy  # noqa: PLC0415
+        from rill.operators.watermark import TimestampsAndWatermarksOperator  # noqa: PLC0415
+        if not isinstance(watermark_strategy, WatermarkStrategy):
+            raise TypeError(
+                f"assign_timestamps_and_watermarks expects a WatermarkStrategy, got {watermark_strategy!r}"
+            )
+        env = self._env
+        t = OneInputTransformation(env._new_id(), "Timestamps/Watermarks",
+                                   SimpleOperatorFactory(TimestampsAndWatermarksOperator(watermark_strategy)),
+                                   self._transformation, self._transformation.parallelism,
+                                   self._transformation.output_type)
+        env._add_operator(t)
+        return DataStream(env, t)
+
     def _keyed(self) -> Optional["KeyedStream"]:
         return None
 
@@ -183,8 +206,38 @@ class DataStream:
     def rescale(self) -> "DataStream":
         return self._partition(P.RescalePartitioner())
 
-    def broadcast(self) -> "DataStream":
-        return self._partition(P.BroadcastPartitioner())
+    def broadcast(self, *broadcast_state_descriptors):
+        """Without arguments: the BROADCAST partitioner (every downstream subtask gets every
+        record). With ``MapStateDescriptor`` s: a ``BroadcastStream`` carrying that broadcast
+        state, for ``connect`` (PyFlink's ``broadcast(broadcast_state_descriptor)``).
+
+        :raises TypeError: for a descriptor that is not a ``MapStateDescriptor``.
+        """
+        partitioned = self._partition(P.BroadcastPartitioner())
+        if not broadcast_state_descriptors:
+            return partitioned
+        from rill.datastream.connected_streams import BroadcastStream  # noqa: PLC0415
+        return BroadcastStream(partitioned, list(broadcast_state_descriptors))
+
+    def connect(self, other):
+        """Connect with ``other``: a ``DataStream`` gives ``ConnectedStreams`` (``map``/
+        ``flat_map``/``process`` over both), a ``BroadcastStream`` a ``BroadcastConnectedStream``.
+
+        :raises TypeError: if ``other`` is neither.
+        :raises ValueError: if ``other`` belongs to another environment.
+        """
+        from rill.datastream.connected_streams import (  # noqa: PLC0415
+            BroadcastConnectedStream,
+            BroadcastStream,
+            ConnectedStreams,
+        )
+        if isinstance(other, BroadcastStream):
+            return BroadcastConnectedStream(self, other)
+        if not isinstance(other, DataStream):
+            raise TypeError(
+                f"DataStream.connect expects a DataStream or a BroadcastStream, got {type(other).__name__}"
+            )
+        return ConnectedStreams(self, other)
 
     def forward(self) -> "DataStream":
         return self._partition(P.ForwardPartitioner())
@@ -305,6 +358,15 @@ class KeyedStream(DataStream):
 
     def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
         return self._aggregate("MaxBy", _ops().MaxByAggregator(position_to_max_by))
+
+    def interval_join(self, other: "KeyedStream"):
+        """Start an event-time interval join with another ``KeyedStream`` (continue with
+        ``.between(lower, upper)``, see ``rill.datastream.join``).
+
+        :raises TypeError: if ``other`` is not a ``KeyedStream``.
+        """
+        from rill.datastream.join import IntervalJoin  # noqa: PLC0415
+        return IntervalJoin(self, other)
 
     # partitioning a keyed stream again drops the key, as in Flink
     def _physical(self, what: str):

@@ -295,3 +295,27 @@ def wrap(func: Any, kind: type, api_call: str) -> Function:
     if callable(func) and kind in _WRAPPERS:
         return _WRAPPERS[kind](func)
     raise TypeError(f"{api_call} expects a {kind.__name__} or a callable, got {func!r} of type {type(func).__name__}")
+
+
+# PyFlink keeps the two-input and window functions in pyflink.datastream.functions too; they
+# live in their own modules here and are re-exported on first access.
+_REEXPORTS = {
+    "CoMapFunction": "rill.datastream.co_functions",
+    "CoFlatMapFunction": "rill.datastream.co_functions",
+    "CoProcessFunction": "rill.datastream.co_functions",
+    "KeyedCoProcessFunction": "rill.datastream.co_functions",
+    "BroadcastProcessFunction": "rill.datastream.co_functions",
+    "KeyedBroadcastProcessFunction": "rill.datastream.co_functions",
+    "ProcessJoinFunction": "rill.datastream.co_functions",
+}
+
+
+def __getattr__(name: str):
+    module = _REEXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rill.datastream.functions' has no attribute '{name}'")
+    import importlib  # noqa: PLC0415
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
