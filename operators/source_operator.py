@@ -30,17 +30,33 @@ class SourceOperator(AbstractStreamOperator):
 
     At the end of a bounded input it emits ``MAX_WATERMARK`` (Flink does the same, so
     event-time timers and windows fire at the end of bounded jobs).
+
+    With a ``watermark_strategy`` (``env.from_source(source, strategy, name)``) the operator
+    assigns timestamps and generates watermarks itself, as Flink's SourceOperator does, with
+    periodic emission every ``auto_watermark_interval_ms`` as a timer mail. Rill difference:
+    one generator per source subtask, not per split (a reader reads its splits one after the
+    other, so per-split generators would not hold the watermark back any differently).
+    ``no_watermarks()`` without a timestamp assigner is the same as no strategy.
     """
 
     chaining_strategy = ChainingStrategy.HEAD
 
-    def __init__(self, source: Any):
+    def __init__(self, source: Any, watermark_strategy: Any = None):
         self.source = source
+        self.watermark_strategy = watermark_strategy
         self._reader = None
         self._batches: Optional[Iterator[List[Any]]] = None
         self._finished = False
+        self._timestamps_and_watermarks = None
 
     def open(self) -> None:
+        strategy = self.watermark_strategy
+        if strategy is not None and not (strategy.is_no_watermarks and strategy.get_timestamp_assigner() is None):
+            from rill.operators.watermark.timestamps_and_watermarks import TimestampsAndWatermarks  # noqa: PLC0415
+            ctx = self.context
+            self._timestamps_and_watermarks = TimestampsAndWatermarks(strategy, ctx.operator_name)
+            self._timestamps_and_watermarks.open(self.output, ctx.processing_time_service,
+                                                 ctx.auto_watermark_interval_ms)
         self._reader = self.source.create_reader()
         self._reader.open(self.context.subtask_index, self.context.parallelism)
 
@@ -56,7 +72,10 @@ class SourceOperator(AbstractStreamOperator):
                 split = self.context.operator_coordinator.request_split(self.context.subtask_index)
                 if split is None:
                     self._finished = True
-                    self.output.emit_watermark(MAX_WATERMARK)
+                    if self._timestamps_and_watermarks is not None:
+                        self._timestamps_and_watermarks.emit_end_of_input()
+                    else:
+                        self.output.emit_watermark(MAX_WATERMARK)
                     return InputStatus.END_OF_INPUT
                 self._batches = iter(self._reader.read(split))
             batch = next(self._batches, None)
@@ -65,9 +84,14 @@ class SourceOperator(AbstractStreamOperator):
                 continue
             if not batch:
                 return InputStatus.NOTHING_AVAILABLE
-            self.output.collect_batch(batch, None)
+            if self._timestamps_and_watermarks is None:
+                self.output.collect_batch(batch, None)
+            else:
+                self._timestamps_and_watermarks.emit_batch(batch, None)
             return InputStatus.MORE_AVAILABLE
 
     def close(self) -> None:
+        if self._timestamps_and_watermarks is not None:
+            self._timestamps_and_watermarks.close()
         if self._reader is not None:
             self._reader.close()

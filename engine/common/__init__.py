@@ -6,10 +6,13 @@ from rill.common.row import Row, RowKind
 from rill.common.typeinfo import Types, TypeInformation
 from rill.graph.states import JobStatus, ExecutionState
 from rill.common.serialization import Encoder, SimpleStringSchema
+from rill.common.time import Duration, Time
+from rill.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
 
 __all__ = [
     "Configuration",
     "ConfigOptions",
+    "Duration",
     "Encoder",
     "ExecutionState",
     "JobExecutionResult",
@@ -17,6 +20,9 @@ __all__ = [
     "Row",
     "RowKind",
     "SimpleStringSchema",
+    "Time",
+    "TimestampAssigner",
     "Types",
     "TypeInformation",
+    "WatermarkStrategy",
 ]

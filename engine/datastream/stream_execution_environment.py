@@ -139,18 +139,29 @@ class StreamExecutionEnvironment:
                     type_info: Any = None) -> DataStream:
         """A stream read by a ``Source`` (bounded or unbounded, split across subtasks).
 
-        :raises TypeError: if ``source`` is not a ``Source``.
-        :raises NotImplementedError: for a watermark strategy other than ``no_watermarks``
-            (event time comes with the windowing issue).
+        With a ``WatermarkStrategy`` the source subtasks assign timestamps and generate
+        watermarks themselves (one generator per subtask, see ``SourceOperator``).
+
+        :raises TypeError: if ``source`` is not a ``Source`` or ``watermark_strategy`` is not a
+            ``WatermarkStrategy``.
+        :raises ValueError: for a strategy that generates watermarks without a timestamp
+            assigner (source records carry no timestamps).
         """
+        from rill.common.watermark_strategy import WatermarkStrategy  # noqa: PLC0415
         if not isinstance(source, Source):
             raise TypeError(f"from_source expects a Source, got {type(source).__name__}")
-        if watermark_strategy is not None and not getattr(watermark_strategy, "is_no_watermarks", False):
-            raise NotImplementedError(
-                "Watermark strategies other than WatermarkStrategy.no_watermarks() are not "
-                "implemented yet (event time is not built)"
-            )
-        t = SourceTransformation(self._new_id(), source_name, SimpleOperatorFactory(SourceOperator(source)),
+        if watermark_strategy is not None:
+            if not isinstance(watermark_strategy, WatermarkStrategy):
+                raise TypeError(f"from_source expects a WatermarkStrategy for source '{source_name}', "
+                                f"got {watermark_strategy!r}")
+            if not watermark_strategy.is_no_watermarks and watermark_strategy.get_timestamp_assigner() is None:
+                raise ValueError(
+                    f"The watermark strategy of source '{source_name}' has no timestamp assigner, and "
+                    f"records of a Source carry no timestamps: add one with "
+                    f"WatermarkStrategy.with_timestamp_assigner()"
+                )
+        operator = SourceOperator(source, watermark_strategy)
+        t = SourceTransformation(self._new_id(), source_name, SimpleOperatorFactory(operator),
                                  source, -1, type_info)
         if source.non_parallel:
             t.set_parallelism(1)

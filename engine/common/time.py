@@ -1,0 +1,156 @@
+"""Durations and window sizes, with PyFlink's names (``pyflink.common.time``).
+
+``Duration`` (Java's ``java.time.Duration`` as PyFlink wraps it) is what
+:class:`~rill.common.watermark_strategy.WatermarkStrategy` takes for out-of-orderness and
+idleness; ``Time`` (Flink's ``org.apache.flink.streaming.api.windowing.time.Time``) is what
+window assigners take. Both are immutable values measured in whole milliseconds, the unit of
+Rill's event time and processing time.
+
+As in Java, a ``Duration`` or ``Time`` may be negative or zero; the APIs that consume them
+decide which values they accept (``WatermarkStrategy.for_bounded_out_of_orderness`` rejects a
+negative duration with a ``ValueError``).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+__all__ = ["Duration", "Time"]
+
+_MS_PER_SECOND = 1000
+_MS_PER_MINUTE = 60 * _MS_PER_SECOND
+_MS_PER_HOUR = 60 * _MS_PER_MINUTE
+_MS_PER_DAY = 24 * _MS_PER_HOUR
+
+
+def _whole_ms(amount: Any, factor: int, what: str, unit: str) -> int:
+    """``amount * factor`` as an int; rejects bools, non-numbers and fractions of a millisecond."""
+    if isinstance(amount, bool) or not isinstance(amount, (int, float)):
+        raise TypeError(
+            f"{what} of {unit} needs an int, got {amount!r} ({type(amount).__name__})"
+        )
+    ms = amount * factor
+    if isinstance(ms, float):
+        if ms != ms or ms in (float("inf"), float("-inf")) or ms != int(ms):
+            raise ValueError(
+                f"{what}({amount!r}) is not a whole number of milliseconds; "
+                f"Rill measures time in int milliseconds"
+            )
+        ms = int(ms)
+    return ms
+
+
+@functools.total_ordering
+class _Millis:
+    """Shared behaviour: an immutable, hashable, ordered amount of milliseconds."""
+
+    __slots__ = ("_ms",)
+
+    def __init__(self, milliseconds: int):
+        if isinstance(milliseconds, bool) or not isinstance(milliseconds, int):
+            raise TypeError(
+                f"{type(self).__name__} needs an int of milliseconds, got {milliseconds!r}"
+            )
+        object.__setattr__(self, "_ms", milliseconds)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def to_milliseconds(self) -> int:
+        """The amount in milliseconds (an int)."""
+        return self._ms
+
+    def is_negative(self) -> bool:
+        return self._ms < 0
+
+    def is_zero(self) -> bool:
+        return self._ms == 0
+
+    def __eq__(self, other):
+        if type(other) is type(self):
+            return self._ms == other._ms
+        return NotImplemented
+
+    def __lt__(self, other):
+        if type(other) is type(self):
+            return self._ms < other._ms
+        return NotImplemented
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._ms))
+
+    def __reduce__(self):
+        return (type(self), (self._ms,))
+
+
+class Duration(_Millis):
+    """An amount of time (PyFlink's ``Duration``), in whole milliseconds.
+
+    Build one with the factory methods: ``Duration.of_seconds(5)``, ``Duration.of_millis(250)``.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def of_millis(millis: int) -> "Duration":
+        return Duration(_whole_ms(millis, 1, "Duration.of_millis", "milliseconds"))
+
+    @staticmethod
+    def of_seconds(seconds: int) -> "Duration":
+        return Duration(_whole_ms(seconds, _MS_PER_SECOND, "Duration.of_seconds", "seconds"))
+
+    @staticmethod
+    def of_minutes(minutes: int) -> "Duration":
+        return Duration(_whole_ms(minutes, _MS_PER_MINUTE, "Duration.of_minutes", "minutes"))
+
+    @staticmethod
+    def of_hours(hours: int) -> "Duration":
+        return Duration(_whole_ms(hours, _MS_PER_HOUR, "Duration.of_hours", "hours"))
+
+    @staticmethod
+    def of_days(days: int) -> "Duration":
+        return Duration(_whole_ms(days, _MS_PER_DAY, "Duration.of_days", "days"))
+
+    @staticmethod
+    def zero() -> "Duration":
+        return Duration(0)
+
+    def __repr__(self):
+        return f"Duration.of_millis({self._ms})"
+
+    def to_seconds(self) -> int:
+        """Whole seconds, floored like Java's ``Duration.getSeconds`` (``-1 ms`` is ``-1``)."""
+        return self._ms // _MS_PER_SECOND
+
+
+class Time(_Millis):
+    """A window size or gap (Flink's windowing ``Time``), in whole milliseconds.
+
+    Build one with the factory methods: ``Time.seconds(10)``, ``Time.milliseconds(500)``.
+    """
+
+    __slots__ = ()
+
+    @staticmethod
+    def milliseconds(milliseconds: int) -> "Time":
+        return Time(_whole_ms(milliseconds, 1, "Time.milliseconds", "milliseconds"))
+
+    @staticmethod
+    def seconds(seconds: int) -> "Time":
+        return Time(_whole_ms(seconds, _MS_PER_SECOND, "Time.seconds", "seconds"))
+
+    @staticmethod
+    def minutes(minutes: int) -> "Time":
+        return Time(_whole_ms(minutes, _MS_PER_MINUTE, "Time.minutes", "minutes"))
+
+    @staticmethod
+    def hours(hours: int) -> "Time":
+        return Time(_whole_ms(hours, _MS_PER_HOUR, "Time.hours", "hours"))
+
+    @staticmethod
+    def days(days: int) -> "Time":
+        return Time(_whole_ms(days, _MS_PER_DAY, "Time.days", "days"))
+
+    def __repr__(self):
+        return f"Time.milliseconds({self._ms})"
