@@ -92,7 +92,8 @@ class DataStream:
     def set_parallelism(self, parallelism: int) -> "DataStream":
         t = self._physical("The parallelism")
         source = getattr(t, "source", None)
-        if source is not None and getattr(source, "non_parallel", False) and parallelism != 1:
+        non_parallel = getattr(t, "non_parallel", False) or getattr(source, "non_parallel", False)
+        if non_parallel and parallelism != 1:
             raise ValueError(
                 f"The parallelism of non parallel operator '{t.name}' must be 1, got {parallelism}."
             )
@@ -262,6 +263,17 @@ class DataStream:
         inputs = [self._transformation] + [s._transformation for s in streams]
         return DataStream(self._env, UnionTransformation(self._env._new_id(), inputs))
 
+    def window_all(self, window_assigner) -> "AllWindowedStream":
+        """Windows over the whole (non-keyed) stream; the window operator runs with
+        parallelism 1, as in Flink."""
+        from rill.datastream.windowed_stream import AllWindowedStream  # noqa: PLC0415
+        return AllWindowedStream(self, window_assigner)
+
+    def count_window_all(self, size: int, slide: Optional[int] = None) -> "AllWindowedStream":
+        """Count windows over the whole stream (GlobalWindows + CountTrigger (+ CountEvictor))."""
+        from rill.datastream.windowed_stream import count_window_all  # noqa: PLC0415
+        return count_window_all(self, size, slide)
+
     def get_side_output(self, output_tag) -> "DataStream":
         return DataStream(self._env, SideOutputTransformation(self._env._new_id(), self._transformation, output_tag))
 
@@ -336,6 +348,16 @@ class KeyedStream(DataStream):
                 f"KeyedStream.process expects a KeyedProcessFunction, got {type(func).__name__}"
             )
         return self._one_input("KeyedProcess", _ops().KeyedProcessOperator(func), output_type, self)
+
+    def window(self, window_assigner) -> "WindowedStream":
+        """Windows per key (Flink's ``KeyedStream.window``)."""
+        from rill.datastream.windowed_stream import WindowedStream  # noqa: PLC0415
+        return WindowedStream(self, window_assigner)
+
+    def count_window(self, size: int, slide: Optional[int] = None) -> "WindowedStream":
+        """Windows of ``size`` elements per key, sliding by ``slide`` elements when given."""
+        from rill.datastream.windowed_stream import count_window  # noqa: PLC0415
+        return count_window(self, size, slide)
 
     def reduce(self, func: Union[Callable[[Any, Any], Any], F.ReduceFunction]) -> DataStream:
         fn = F.wrap(func, F.ReduceFunction, "KeyedStream.reduce")

@@ -307,6 +307,10 @@ _REEXPORTS = {
     "BroadcastProcessFunction": "rill.datastream.co_functions",
     "KeyedBroadcastProcessFunction": "rill.datastream.co_functions",
     "ProcessJoinFunction": "rill.datastream.co_functions",
+    "WindowFunction": "rill.datastream.window",
+    "ProcessWindowFunction": "rill.datastream.window",
+    "AllWindowFunction": "rill.datastream.window",
+    "ProcessAllWindowFunction": "rill.datastream.window",
 }
 
 

@@ -1,0 +1,108 @@
+"""Windows for the DataStream API, with PyFlink's names (``pyflink.datastream.window``):
+windows, assigners, triggers, evictors and the window function bases. Everything here is
+defined in :mod:`rill.operators.windowing` and re-exported; ``WindowedStream`` and
+``AllWindowedStream`` are in :mod:`rill.datastream.windowed_stream`.
+
+Example::
+
+    from rill.datastream.window import TumblingEventTimeWindows
+
+    ds.key_by(lambda r: r[0]).window(TumblingEventTimeWindows.of(5000)).reduce(lambda a, b: ...)
+
+Sizes, slides, gaps, offsets and lateness are ms (an ``int``), a ``datetime.timedelta`` or an
+object with ``to_milliseconds()`` (PyFlink's ``Time`` / ``Duration``).
+"""
+
+from rill.operators.windowing import (
+    NO_TIMESTAMP_MESSAGE,
+    AllWindowFunction,
+    ContinuousEventTimeTrigger,
+    ContinuousProcessingTimeTrigger,
+    CountEvictor,
+    CountTrigger,
+    CountWindow,
+    DeltaEvictor,
+    DeltaFunction,
+    DeltaTrigger,
+    DynamicEventTimeSessionWindows,
+    DynamicProcessingTimeSessionWindows,
+    EventTimeSessionWindows,
+    EventTimeTrigger,
+    Evictor,
+    EvictorContext,
+    GlobalWindow,
+    GlobalWindows,
+    KeyedStateStore,
+    MergingWindowAssigner,
+    MissingTimestampError,
+    NeverTrigger,
+    OnMergeContext,
+    PassThroughAllWindowFunction,
+    PassThroughWindowFunction,
+    ProcessAllWindowFunction,
+    ProcessingTimeSessionWindows,
+    ProcessingTimeTrigger,
+    ProcessWindowFunction,
+    PurgingTrigger,
+    SessionWindowTimeGapExtractor,
+    SlidingEventTimeWindows,
+    SlidingProcessingTimeWindows,
+    TimeEvictor,
+    TimestampedValue,
+    TimeWindow,
+    Trigger,
+    TriggerContext,
+    TriggerResult,
+    TumblingEventTimeWindows,
+    TumblingProcessingTimeWindows,
+    Window,
+    WindowAssigner,
+    WindowFunction,
+)
+
+__all__ = [
+    "Window",
+    "TimeWindow",
+    "CountWindow",
+    "GlobalWindow",
+    "WindowAssigner",
+    "MergingWindowAssigner",
+    "SessionWindowTimeGapExtractor",
+    "TumblingEventTimeWindows",
+    "TumblingProcessingTimeWindows",
+    "SlidingEventTimeWindows",
+    "SlidingProcessingTimeWindows",
+    "EventTimeSessionWindows",
+    "ProcessingTimeSessionWindows",
+    "DynamicEventTimeSessionWindows",
+    "DynamicProcessingTimeSessionWindows",
+    "GlobalWindows",
+    "NO_TIMESTAMP_MESSAGE",
+    "MissingTimestampError",
+    "TriggerResult",
+    "Trigger",
+    "TriggerContext",
+    "OnMergeContext",
+    "EventTimeTrigger",
+    "ProcessingTimeTrigger",
+    "CountTrigger",
+    "PurgingTrigger",
+    "ContinuousEventTimeTrigger",
+    "ContinuousProcessingTimeTrigger",
+    "DeltaTrigger",
+    "DeltaFunction",
+    "NeverTrigger",
+    "TimestampedValue",
+    "Evictor",
+    "EvictorContext",
+    "CountEvictor",
+    "TimeEvictor",
+    "DeltaEvictor",
+    "KeyedStateStore",
+    "WindowFunction",
+    "ProcessWindowFunction",
+    "AllWindowFunction",
+    "ProcessAllWindowFunction",
+    "PassThroughWindowFunction",
+    "PassThroughAllWindowFunction",
+]
