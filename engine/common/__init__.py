@@ -1,28 +1,42 @@
-"""Common API types, with PyFlink's names (``pyflink.common``)."""
+"""Common API types, with PyFlink's names (``pyflink.common``).
 
-from rill.common.configuration import Configuration, ConfigOptions
-from rill.common.job_execution_result import JobExecutionResult
-from rill.common.row import Row, RowKind
-from rill.common.typeinfo import Types, TypeInformation
-from rill.graph.states import JobStatus, ExecutionState
-from rill.common.serialization import Encoder, SimpleStringSchema
-from rill.common.time import Duration, Time
-from rill.common.watermark_strategy import TimestampAssigner, WatermarkStrategy
+Names are resolved on first access (PEP 562), so that low-level modules (state, operators)
+can import a leaf such as ``rill.common.time`` without pulling in the graph layer.
+"""
 
-__all__ = [
-    "Configuration",
-    "ConfigOptions",
-    "Duration",
-    "Encoder",
-    "ExecutionState",
-    "JobExecutionResult",
-    "JobStatus",
-    "Row",
-    "RowKind",
-    "SimpleStringSchema",
-    "Time",
-    "TimestampAssigner",
-    "Types",
-    "TypeInformation",
-    "WatermarkStrategy",
-]
+from importlib import import_module
+from typing import Any
+
+_EXPORTS = {
+    "Configuration": "rill.common.configuration",
+    "ConfigOptions": "rill.common.configuration",
+    "Duration": "rill.common.time",
+    "Encoder": "rill.common.serialization",
+    "ExecutionConfig": "rill.common.execution_config",
+    "ExecutionState": "rill.graph.states",
+    "JobExecutionResult": "rill.common.job_execution_result",
+    "JobStatus": "rill.graph.states",
+    "Row": "rill.common.row",
+    "RowKind": "rill.common.row",
+    "SimpleStringSchema": "rill.common.serialization",
+    "Time": "rill.common.time",
+    "TimestampAssigner": "rill.common.watermark_strategy",
+    "Types": "rill.common.typeinfo",
+    "TypeInformation": "rill.common.typeinfo",
+    "WatermarkStrategy": "rill.common.watermark_strategy",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rill.common' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return __all__
