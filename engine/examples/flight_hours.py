@@ -112,7 +112,9 @@ class JoinWeather(KeyedCoProcessFunction):
     """Keyed by (origin, hour): an hour's window result meets that hour's weather, whichever
     comes first; an hour without an observation is emitted with empty weather when the input
     ends. The local hour that repeats when daylight saving time ends has two observations:
-    the earlier (UTC) one is kept (no flight departs in that hour)."""
+    if both arrive before the hour's result the earlier (UTC) one is used, otherwise the first
+    to arrive (no flight departs in that hour, so no output depends on it). Observations of
+    hours without departures are dropped when the input ends."""
 
     def open(self, runtime_context):
         self.hour = runtime_context.get_state(ValueStateDescriptor("hour", None))
@@ -134,6 +136,8 @@ class JoinWeather(KeyedCoProcessFunction):
             self.hour.clear()
         else:
             w = self.weather.value()
+            if w is None:
+                ctx.timer_service().register_event_time_timer(END_OF_TIME)
             if w is None or value[2] < w[2]:
                 self.weather.update(value)
 
@@ -142,6 +146,7 @@ class JoinWeather(KeyedCoProcessFunction):
         if h is not None:
             yield h + (None, None, None, None)
             self.hour.clear()
+        self.weather.clear()
 
 
 def _fmt(v) -> str:

