@@ -116,6 +116,8 @@ def _run_program(args: argparse.Namespace, context: _CliContext) -> int:
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Entry point of the ``rill`` command; returns the exit code (0 ok, 1 the program failed
+    or contained no job, 2 bad arguments)."""
     parser = argparse.ArgumentParser(prog="rill", description="Rill: stream processing with Flink's architecture")
     sub = parser.add_subparsers(dest="command", required=True)
 

@@ -94,6 +94,8 @@ class CollectChannel:
 
 
 def register_channel(max_batches: int = 0) -> CollectChannel:
+    """Create and register a :class:`CollectChannel` in this process (``max_batches`` 0 =
+    unbounded)."""
     channel = CollectChannel(uuid.uuid4().hex, max_batches)
     with _registry_lock:
         _registry[channel.channel_id] = channel
@@ -101,6 +103,10 @@ def register_channel(max_batches: int = 0) -> CollectChannel:
 
 
 def get_channel(channel_id: str) -> CollectChannel:
+    """The registered channel ``channel_id``.
+
+    :raises RuntimeError: if it is not registered in this process.
+    """
     with _registry_lock:
         try:
             return _registry[channel_id]
@@ -112,6 +118,7 @@ def get_channel(channel_id: str) -> CollectChannel:
 
 
 def release_channel(channel_id: str) -> None:
+    """Forget the channel ``channel_id`` (idempotent)."""
     with _registry_lock:
         _registry.pop(channel_id, None)
 

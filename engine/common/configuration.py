@@ -29,6 +29,8 @@ class ConfigOption:
 
 
 class ConfigOptions:
+    """The options Rill understands, with Flink's keys and defaults (``ConfigOption`` each)."""
+
     PARALLELISM_DEFAULT = ConfigOption("parallelism.default", 1, "Default parallelism of operators.")
     MAX_PARALLELISM = ConfigOption("pipeline.max-parallelism", -1, "Default max parallelism (-1: Flink's rule).")
     OPERATOR_CHAINING = ConfigOption("pipeline.operator-chaining.enabled", True, "Chain operators where possible.")

@@ -70,6 +70,8 @@ class RowTypeInfo(TypeInformation):
 
 
 class TupleTypeInfo(TypeInformation):
+    """A Python tuple with typed positions (``Types.TUPLE``)."""
+
     def __init__(self, field_types: Sequence[TypeInformation]):
         self.field_types = list(field_types)
 
@@ -81,6 +83,8 @@ class TupleTypeInfo(TypeInformation):
 
 
 class ListTypeInfo(TypeInformation):
+    """A list of one element type (``Types.LIST``, ``BASIC_ARRAY``, ``PRIMITIVE_ARRAY``)."""
+
     def __init__(self, element_type: TypeInformation):
         self.element_type = element_type
 
@@ -89,6 +93,8 @@ class ListTypeInfo(TypeInformation):
 
 
 class MapTypeInfo(TypeInformation):
+    """A dict with typed keys and values (``Types.MAP``)."""
+
     def __init__(self, key_type: TypeInformation, value_type: TypeInformation):
         self.key_type = key_type
         self.value_type = value_type

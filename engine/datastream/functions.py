@@ -107,22 +107,30 @@ class Function(abc.ABC):
 
 
 class MapFunction(Function):
+    """One output per input: ``map(value) -> result``."""
+
     @abc.abstractmethod
     def map(self, value: Any) -> Any: ...
 
 
 class FlatMapFunction(Function):
+    """Zero or more outputs per input: ``flat_map(value)`` returns or yields them."""
+
     @abc.abstractmethod
     def flat_map(self, value: Any) -> Iterable[Any]:
         """Return (or ``yield``) zero or more output values."""
 
 
 class FilterFunction(Function):
+    """Keeps the inputs for which ``filter(value)`` is true."""
+
     @abc.abstractmethod
     def filter(self, value: Any) -> bool: ...
 
 
 class ReduceFunction(Function):
+    """Combines two values of the same type into one: ``reduce(value1, value2)``."""
+
     @abc.abstractmethod
     def reduce(self, value1: Any, value2: Any) -> Any: ...
 
@@ -144,6 +152,8 @@ class AggregateFunction(Function):
 
 
 class KeySelector(Function):
+    """Extracts the key of a record: ``get_key(value)``; keys need a stable hash (see ``rill.state.key_groups``)."""
+
     @abc.abstractmethod
     def get_key(self, value: Any) -> Any: ...
 

@@ -27,6 +27,8 @@ __all__ = ["StreamExecutionEnvironment", "RuntimeExecutionMode"]
 
 
 class RuntimeExecutionMode:
+    """Flink's runtime modes; Rill runs every job in ``STREAMING``."""
+
     STREAMING = "STREAMING"
     BATCH = "BATCH"
     AUTOMATIC = "AUTOMATIC"

@@ -8,6 +8,8 @@ __all__ = ["attach_collect_channel"]
 
 
 def attach_collect_channel(job_master, channel) -> None:
+    """End ``channel`` when the job ends: with the job's error if it failed, normally if it
+    finished or was cancelled (a reader that stops early cancels the job)."""
     def done(future) -> None:
         error = future.exception()
         if isinstance(error, JobCancellationException):

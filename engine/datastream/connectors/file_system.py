@@ -145,6 +145,8 @@ class FileSource(Source):
 
 
 class FileSourceBuilder:
+    """Builds a :class:`FileSource` (PyFlink's ``FileSource.for_record_stream_format(...)``)."""
+
     def __init__(self, stream_format: StreamFormat, paths: List[str]):
         self._format = stream_format
         self._paths = paths

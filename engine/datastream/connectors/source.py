@@ -29,6 +29,8 @@ __all__ = [
 
 
 class Boundedness(enum.Enum):
+    """Whether a source ends (``BOUNDED``) or runs forever (``CONTINUOUS_UNBOUNDED``)."""
+
     BOUNDED = "BOUNDED"
     CONTINUOUS_UNBOUNDED = "CONTINUOUS_UNBOUNDED"
 

@@ -22,6 +22,11 @@ __all__ = ["NetworkEnvironment"]
 
 
 class NetworkEnvironment:
+    """Per TaskExecutor: creates and registers partitions, gates and writers.
+
+    :param partition_manager: the TaskExecutor's ``ResultPartitionManager``.
+    """
+
     def __init__(self, partition_manager):
         self.partition_manager = partition_manager
 
