@@ -35,7 +35,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from rill.datastream.co_functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from rill.operators.co_operators import AbstractUdfTwoInputStreamOperator, fire_timer, run_process_batch
-from rill.operators.process import SimpleTimerService
+from rill.operators.process import SimpleTimerService, _OnTimerContextMixin, _TimerServiceMixin
 from rill.operators.timer_service import InternalTimer, TimeDomain, Triggerable
 from rill.state.api import VOID_NAMESPACE
 from rill.state.descriptors import MapStateDescriptor
@@ -237,42 +237,25 @@ class _KeyedReadWriteContext(_Context, KeyedBroadcastProcessFunction.Context):
         self._operator.context.keyed_state_backend.apply_to_all_keys(VOID_NAMESPACE, state_descriptor, fn)
 
 
-class _KeyedReadOnlyContext(_Context, KeyedBroadcastProcessFunction.ReadOnlyContext):
+class _KeyedReadOnlyContext(_TimerServiceMixin, _Context, KeyedBroadcastProcessFunction.ReadOnlyContext):
     __slots__ = ("_timer_service",)
 
     def __init__(self, operator: _BaseBroadcastOperator, states: Dict[str, Any], timer_service: Any) -> None:
-        super().__init__(operator, states)
+        _Context.__init__(self, operator, states)
         self._timer_service = timer_service
-
-    def timer_service(self) -> Any:
-        return self._timer_service
 
     def get_current_key(self) -> Any:
         return self._operator.context.keyed_state_backend.get_current_key()
 
 
-class _KeyedOnTimerContext(_Context, KeyedBroadcastProcessFunction.OnTimerContext):
+class _KeyedOnTimerContext(_OnTimerContextMixin, _Context, KeyedBroadcastProcessFunction.OnTimerContext):
+    """The firing timer's timestamp, key and time domain, and the read-only broadcast states."""
+
     __slots__ = ("_timer_service", "_timer", "_time_domain")
 
     def __init__(self, operator: _BaseBroadcastOperator, states: Dict[str, Any], timer_service: Any) -> None:
-        super().__init__(operator, states)
-        self._timer_service = timer_service
-        self._timer: Optional[InternalTimer] = None
-        self._time_domain: Optional[TimeDomain] = None
-
-    def timer_service(self) -> Any:
-        return self._timer_service
-
-    def timestamp(self) -> int:
-        """The firing timer's timestamp (epoch ms)."""
-        return self._timer.timestamp
-
-    def get_current_key(self) -> Any:
-        """The firing timer's key."""
-        return self._timer.key
-
-    def time_domain(self) -> TimeDomain:
-        return self._time_domain
+        _Context.__init__(self, operator, states)
+        _OnTimerContextMixin.__init__(self, timer_service)
 
 
 class CoBroadcastWithKeyedOperator(_BaseBroadcastOperator, Triggerable):

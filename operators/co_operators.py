@@ -3,7 +3,8 @@
 ``org.apache.flink.streaming.api.operators.co``; operator names ``"Co-Map"``,
 ``"Co-Flat Map"``, ``"Co-Process"``, ``"Keyed Co-Process"``), plus the helpers the other
 two-input operators (:mod:`rill.operators.broadcast`, :mod:`rill.operators.interval_join`)
-share.
+share (``run_process_batch`` and ``fire_timer`` live in :mod:`rill.operators.process` and are
+re-exported here).
 
 Both inputs arrive through ``process_batch1``/``process_batch2`` (or the per-record
 ``process_element1``/``process_element2``) with the batch convention of
@@ -33,8 +34,15 @@ from typing import Any, Callable, List, Optional
 from rill.datastream.co_functions import CoProcessFunction, KeyedCoProcessFunction
 from rill.datastream.functions import Function
 from rill.operators.base import AbstractTwoInputStreamOperator, AbstractUdfStreamOperator, Output
-from rill.operators.output_tag import OutputTag
-from rill.operators.process import SimpleTimerService, _NonKeyedTimerService
+from rill.operators.process import (
+    SimpleTimerService,
+    _ElementContextMixin,
+    _KeyedElementContextMixin,
+    _NonKeyedTimerService,
+    _OnTimerContextMixin,
+    fire_timer,
+    run_process_batch,
+)
 from rill.operators.timer_service import InternalTimer, TimeDomain, Triggerable
 from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
 
@@ -97,86 +105,6 @@ def _rich_key_context(fn: Callable[[Any], Any], user_function: Any, selector: An
 
 def _key_of(selector: Any) -> Callable[[Any], Any]:
     return getattr(selector, "get_key", selector)
-
-
-# -- shared drivers ---------------------------------------------------------------------------
-
-def run_process_batch(
-    output: Output,
-    call: Callable[[Any, Any], Any],
-    ctx: Any,
-    values: List[Any],
-    timestamps: Optional[List[int]],
-    key_of: Optional[Callable[[Any], Any]] = None,
-    set_key: Optional[Callable[[Any], None]] = None,
-) -> None:
-    """Run ``call(value, ctx)`` per record of a batch, with ``ctx._timestamp`` set to the
-    record's timestamp and, when ``key_of`` is given, ``set_key(key_of(value))`` first.
-    Yielded values are emitted as one batch with the records' timestamps; yielded
-    ``(OutputTag, value)`` pairs go to side outputs at once. The outputs of the records before a
-    failing one are emitted before the error propagates."""
-    collect_side = output.collect_side
-    out: List[Any] = []
-    append = out.append
-    out_ts: Optional[List[int]] = None
-    try:
-        if timestamps is None:
-            ctx._timestamp = None
-            for value in values:
-                if key_of is not None:
-                    set_key(key_of(value))
-                result = call(value, ctx)
-                if result is not None:
-                    for item in result:
-                        if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                            collect_side(item[0], item[1], None)
-                        else:
-                            append(item)
-        else:
-            out_ts = []
-            append_ts = out_ts.append
-            for value, t in zip(values, timestamps):
-                if key_of is not None:
-                    set_key(key_of(value))
-                ctx._timestamp = t
-                result = call(value, ctx)
-                if result is not None:
-                    for item in result:
-                        if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                            collect_side(item[0], item[1], t)
-                        else:
-                            append(item)
-                            append_ts(t)
-    finally:
-        if out:
-            output.collect_batch(out, out_ts)
-
-
-def fire_timer(output: Output, on_timer: Optional[Callable[[int, Any], Any]], ctx: Any, timer: InternalTimer,
-               domain: TimeDomain) -> None:
-    """Run ``on_timer(timer.timestamp, ctx)`` with ``ctx._timer``/``ctx._time_domain`` set.
-    Main outputs carry the timer's timestamp for event time and none for processing time; side
-    outputs carry the timer's timestamp in both domains (Flink's ``OnTimerContextImpl``)."""
-    if on_timer is None:
-        return
-    ctx._timer = timer
-    ctx._time_domain = domain
-    out: List[Any] = []
-    try:
-        result = on_timer(timer.timestamp, ctx)
-        if result is not None:
-            collect_side = output.collect_side
-            for item in result:
-                if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                    collect_side(item[0], item[1], timer.timestamp)
-                else:
-                    out.append(item)
-    finally:
-        ctx._timer = None
-        ctx._time_domain = None
-        if out:
-            ts = timer.timestamp if domain is TimeDomain.EVENT_TIME else None
-            output.collect_batch(out, None if ts is None else [ts] * len(out))
 
 
 # -- map, flat map ------------------------------------------------------------------------------
@@ -254,21 +182,10 @@ class CoStreamFlatMap(AbstractUdfTwoInputStreamOperator):
 
 # -- process ------------------------------------------------------------------------------------
 
-class _CoProcessContext(CoProcessFunction.Context):
+class _CoProcessContext(_ElementContextMixin, CoProcessFunction.Context):
     """``CoProcessFunction.Context``."""
 
     __slots__ = ("_timer_service", "_timestamp")
-
-    def __init__(self, timer_service: Any) -> None:
-        self._timer_service = timer_service
-        self._timestamp: Optional[int] = None
-
-    def timer_service(self) -> Any:
-        return self._timer_service
-
-    def timestamp(self) -> Optional[int]:
-        """The current record's timestamp (epoch ms), or ``None`` if it has none."""
-        return self._timestamp
 
 
 class CoProcessOperator(AbstractUdfTwoInputStreamOperator):
@@ -299,50 +216,16 @@ class CoProcessOperator(AbstractUdfTwoInputStreamOperator):
         run_process_batch(self.output, self._process2, self._ctx, values, timestamps)
 
 
-class _KeyedCoContext(KeyedCoProcessFunction.Context):
+class _KeyedCoContext(_KeyedElementContextMixin, KeyedCoProcessFunction.Context):
     """``KeyedCoProcessFunction.Context``."""
 
     __slots__ = ("_timer_service", "_timestamp", "_backend")
 
-    def __init__(self, timer_service: Any, backend: Any) -> None:
-        self._timer_service = timer_service
-        self._timestamp: Optional[int] = None
-        self._backend = backend
 
-    def timer_service(self) -> Any:
-        return self._timer_service
-
-    def timestamp(self) -> Optional[int]:
-        """The current record's timestamp (epoch ms), or ``None`` if it has none."""
-        return self._timestamp
-
-    def get_current_key(self) -> Any:
-        return self._backend.get_current_key()
-
-
-class _KeyedCoOnTimerContext(KeyedCoProcessFunction.OnTimerContext):
+class _KeyedCoOnTimerContext(_OnTimerContextMixin, KeyedCoProcessFunction.OnTimerContext):
     """``KeyedCoProcessFunction.OnTimerContext``."""
 
     __slots__ = ("_timer_service", "_timer", "_time_domain")
-
-    def __init__(self, timer_service: Any) -> None:
-        self._timer_service = timer_service
-        self._timer: Optional[InternalTimer] = None
-        self._time_domain: Optional[TimeDomain] = None
-
-    def timer_service(self) -> Any:
-        return self._timer_service
-
-    def timestamp(self) -> int:
-        """The firing timer's timestamp (epoch ms)."""
-        return self._timer.timestamp
-
-    def get_current_key(self) -> Any:
-        """The firing timer's key."""
-        return self._timer.key
-
-    def time_domain(self) -> TimeDomain:
-        return self._time_domain
 
 
 class KeyedCoProcessOperator(AbstractUdfTwoInputStreamOperator, Triggerable):

@@ -22,7 +22,7 @@ emitted as they are yielded), as record-at-a-time processing would have done.
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Callable, List, Optional
 
 from rill.datastream.functions import KeyedProcessFunction, ProcessFunction, TimerService
 from rill.operators.base import AbstractUdfStreamOperator, Output
@@ -39,6 +39,8 @@ __all__ = [
     "TimeDomain",
     "UNSUPPORTED_REGISTER_TIMER_MSG",
     "UNSUPPORTED_DELETE_TIMER_MSG",
+    "run_process_batch",
+    "fire_timer",
 ]
 
 #: Flink's messages (``ProcessOperator.ContextImpl``).
@@ -49,6 +51,150 @@ UNSUPPORTED_DELETE_TIMER_MSG = "Deleting timers is only supported on a keyed str
 def _is_side_output(item: Any) -> bool:
     """PyFlink's convention: a 2-tuple whose first item is an ``OutputTag``."""
     return item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag)
+
+
+# -- shared by the process-function operators (also rill.operators.co_operators/broadcast) --
+
+class _TimerServiceMixin:
+    """``timer_service()`` of a process-function context; the concrete class declares the
+    ``_timer_service`` slot (mixins keep ``__slots__`` empty so they combine with the ABCs)."""
+
+    __slots__ = ()
+
+    def timer_service(self) -> TimerService:
+        return self._timer_service
+
+
+class _ElementContextMixin(_TimerServiceMixin):
+    """The context of an element: its timer service and ``timestamp()``, the record's timestamp
+    that :func:`run_process_batch` sets. Slots ``_timer_service``, ``_timestamp``."""
+
+    __slots__ = ()
+
+    def __init__(self, timer_service: TimerService) -> None:
+        self._timer_service = timer_service
+        self._timestamp: Optional[int] = None
+
+    def timestamp(self) -> Optional[int]:
+        """The current record's timestamp (epoch ms), or ``None`` if it has none."""
+        return self._timestamp
+
+
+class _KeyedElementContextMixin(_ElementContextMixin):
+    """:class:`_ElementContextMixin` plus ``get_current_key()``, the keyed backend's current key.
+    Slots ``_timer_service``, ``_timestamp``, ``_backend``."""
+
+    __slots__ = ()
+
+    def __init__(self, timer_service: TimerService, backend: Any) -> None:
+        super().__init__(timer_service)
+        self._backend = backend
+
+    def get_current_key(self) -> Any:
+        return self._backend.get_current_key()
+
+
+class _OnTimerContextMixin(_TimerServiceMixin):
+    """The context of a firing timer (set by :func:`fire_timer`): its timestamp, key and time
+    domain. Slots ``_timer_service``, ``_timer``, ``_time_domain``."""
+
+    __slots__ = ()
+
+    def __init__(self, timer_service: TimerService) -> None:
+        self._timer_service = timer_service
+        self._timer: Optional[InternalTimer] = None
+        self._time_domain: Optional[TimeDomain] = None
+
+    def timestamp(self) -> int:
+        """The firing timer's timestamp (epoch ms)."""
+        return self._timer.timestamp
+
+    def get_current_key(self) -> Any:
+        """The firing timer's key."""
+        return self._timer.key
+
+    def time_domain(self) -> TimeDomain:
+        """``TimeDomain.EVENT_TIME`` or ``TimeDomain.PROCESSING_TIME``."""
+        return self._time_domain
+
+
+def run_process_batch(
+    output: Output,
+    call: Callable[[Any, Any], Any],
+    ctx: Any,
+    values: List[Any],
+    timestamps: Optional[List[int]],
+    key_of: Optional[Callable[[Any], Any]] = None,
+    set_key: Optional[Callable[[Any], None]] = None,
+) -> None:
+    """Run ``call(value, ctx)`` per record of a batch, with ``ctx._timestamp`` set to the
+    record's timestamp and, when ``key_of`` is given, ``set_key(key_of(value))`` first.
+    Yielded values are emitted as one batch with the records' timestamps; yielded
+    ``(OutputTag, value)`` pairs go to side outputs at once. The outputs of the records before a
+    failing one are emitted before the error propagates."""
+    collect_side = output.collect_side
+    out: List[Any] = []
+    append = out.append
+    out_ts: Optional[List[int]] = None
+    try:
+        if timestamps is None:
+            ctx._timestamp = None
+            for value in values:
+                if key_of is not None:
+                    set_key(key_of(value))
+                result = call(value, ctx)
+                if result is not None:
+                    for item in result:  # _is_side_output, inlined on the hot path
+                        if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                            collect_side(item[0], item[1], None)
+                        else:
+                            append(item)
+        else:
+            out_ts = []
+            append_ts = out_ts.append
+            for value, t in zip(values, timestamps):
+                if key_of is not None:
+                    set_key(key_of(value))
+                ctx._timestamp = t
+                result = call(value, ctx)
+                if result is not None:
+                    for item in result:
+                        if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                            collect_side(item[0], item[1], t)
+                        else:
+                            append(item)
+                            append_ts(t)
+    finally:
+        if out:
+            output.collect_batch(out, out_ts)
+
+
+def fire_timer(output: Output, on_timer: Optional[Callable[[int, Any], Any]], ctx: Any, timer: InternalTimer,
+               domain: TimeDomain) -> None:
+    """Run ``on_timer(timer.timestamp, ctx)`` (nothing if ``on_timer`` is ``None``) with
+    ``ctx._timer``/``ctx._time_domain`` set. Main outputs carry the timer's timestamp for event
+    time and none for processing time; side outputs carry the timer's timestamp in both
+    domains (Flink's ``OnTimerContextImpl.output``)."""
+    if on_timer is None:
+        return
+    ctx._timer = timer
+    ctx._time_domain = domain
+    out: List[Any] = []
+    try:
+        result = on_timer(timer.timestamp, ctx)
+        if result is not None:
+            collect_side = output.collect_side
+            for item in result:
+                if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
+                    collect_side(item[0], item[1], timer.timestamp)
+                else:
+                    out.append(item)
+    finally:
+        ctx._timer = None
+        ctx._time_domain = None
+        if out:
+            ts = timer.timestamp if domain is TimeDomain.EVENT_TIME else None
+            output.collect_batch(out, None if ts is None else [ts] * len(out))
 
 
 # -- non-keyed ------------------------------------------------------------------------------
@@ -80,19 +226,8 @@ class _NonKeyedTimerService(TimerService):
         raise NotImplementedError(UNSUPPORTED_DELETE_TIMER_MSG)
 
 
-class _ProcessContext(ProcessFunction.Context):
+class _ProcessContext(_ElementContextMixin, ProcessFunction.Context):
     __slots__ = ("_timer_service", "_timestamp")
-
-    def __init__(self, timer_service: TimerService) -> None:
-        self._timer_service = timer_service
-        self._timestamp: Optional[int] = None
-
-    def timer_service(self) -> TimerService:
-        return self._timer_service
-
-    def timestamp(self) -> Optional[int]:
-        """The current record's timestamp (epoch ms), or ``None`` if it has none."""
-        return self._timestamp
 
 
 class ProcessOperator(AbstractUdfStreamOperator):
@@ -123,39 +258,7 @@ class ProcessOperator(AbstractUdfStreamOperator):
         self.process_batch([value], None if timestamp is None else [timestamp])
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
-        process = self._process
-        ctx = self._ctx
-        collect_side = self.output.collect_side
-        out: List[Any] = []
-        append = out.append
-        out_ts: Optional[List[int]] = None
-        try:
-            if timestamps is None:
-                ctx._timestamp = None
-                for value in values:
-                    result = process(value, ctx)
-                    if result is not None:
-                        for item in result:  # _is_side_output, inlined on the hot path
-                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                                collect_side(item[0], item[1], None)
-                            else:
-                                append(item)
-            else:
-                out_ts = []
-                append_ts = out_ts.append
-                for value, t in zip(values, timestamps):
-                    ctx._timestamp = t
-                    result = process(value, ctx)
-                    if result is not None:
-                        for item in result:
-                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                                collect_side(item[0], item[1], t)
-                            else:
-                                append(item)
-                                append_ts(t)
-        finally:
-            if out:
-                self.output.collect_batch(out, out_ts)
+        run_process_batch(self.output, self._process, self._ctx, values, timestamps)
 
 
 # -- keyed --------------------------------------------------------------------------------
@@ -189,47 +292,12 @@ class SimpleTimerService(TimerService):
         self._internal.delete_event_time_timer(VOID_NAMESPACE, timestamp)
 
 
-class _KeyedContext(KeyedProcessFunction.Context):
+class _KeyedContext(_KeyedElementContextMixin, KeyedProcessFunction.Context):
     __slots__ = ("_timer_service", "_timestamp", "_backend")
 
-    def __init__(self, timer_service: TimerService, backend: Any) -> None:
-        self._timer_service = timer_service
-        self._backend = backend
-        self._timestamp: Optional[int] = None
 
-    def timer_service(self) -> TimerService:
-        return self._timer_service
-
-    def timestamp(self) -> Optional[int]:
-        """The current record's timestamp (epoch ms), or ``None`` if it has none."""
-        return self._timestamp
-
-    def get_current_key(self) -> Any:
-        return self._backend.get_current_key()
-
-
-class _OnTimerContext(KeyedProcessFunction.OnTimerContext):
+class _OnTimerContext(_OnTimerContextMixin, KeyedProcessFunction.OnTimerContext):
     __slots__ = ("_timer_service", "_timer", "_time_domain")
-
-    def __init__(self, timer_service: TimerService) -> None:
-        self._timer_service = timer_service
-        self._timer: Optional[InternalTimer] = None
-        self._time_domain: Optional[TimeDomain] = None
-
-    def timer_service(self) -> TimerService:
-        return self._timer_service
-
-    def timestamp(self) -> Optional[int]:
-        """The firing timer's timestamp (epoch ms)."""
-        return self._timer.timestamp
-
-    def get_current_key(self) -> Any:
-        """The firing timer's key."""
-        return self._timer.key
-
-    def time_domain(self) -> TimeDomain:
-        """``TimeDomain.EVENT_TIME`` or ``TimeDomain.PROCESSING_TIME``."""
-        return self._time_domain
 
 
 class KeyedProcessOperator(AbstractUdfStreamOperator, Triggerable):
@@ -262,6 +330,7 @@ class KeyedProcessOperator(AbstractUdfStreamOperator, Triggerable):
         selector = context.key_selector
         self._key_of = getattr(selector, "get_key", selector)
         self._backend = backend
+        self._set_key = backend.set_current_key
         internal = context.timer_service_manager.get_internal_timer_service(self.TIMER_SERVICE_NAME, self)
         self._internal_timer_service = internal
         timer_service = SimpleTimerService(internal)
@@ -275,69 +344,11 @@ class KeyedProcessOperator(AbstractUdfStreamOperator, Triggerable):
         self.process_batch([value], None if timestamp is None else [timestamp])
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
-        process = self._process
-        key_of = self._key_of
-        set_key = self._backend.set_current_key
-        ctx = self._ctx
-        collect_side = self.output.collect_side
-        out: List[Any] = []
-        append = out.append
-        out_ts: Optional[List[int]] = None
-        try:
-            if timestamps is None:
-                ctx._timestamp = None
-                for value in values:
-                    set_key(key_of(value))
-                    result = process(value, ctx)
-                    if result is not None:
-                        for item in result:  # _is_side_output, inlined on the hot path
-                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                                collect_side(item[0], item[1], None)
-                            else:
-                                append(item)
-            else:
-                out_ts = []
-                append_ts = out_ts.append
-                for value, t in zip(values, timestamps):
-                    set_key(key_of(value))
-                    ctx._timestamp = t
-                    result = process(value, ctx)
-                    if result is not None:
-                        for item in result:
-                            if item.__class__ is tuple and len(item) == 2 and isinstance(item[0], OutputTag):
-                                collect_side(item[0], item[1], t)
-                            else:
-                                append(item)
-                                append_ts(t)
-        finally:
-            if out:
-                self.output.collect_batch(out, out_ts)
+        run_process_batch(self.output, self._process, self._ctx, values, timestamps, self._key_of, self._set_key)
 
     # -- Triggerable ------------------------------------------------------------------------
     def on_event_time(self, timer: InternalTimer) -> None:
-        self._fire(timer, TimeDomain.EVENT_TIME, timer.timestamp)
+        fire_timer(self.output, self._on_timer, self._on_timer_ctx, timer, TimeDomain.EVENT_TIME)
 
     def on_processing_time(self, timer: InternalTimer) -> None:
-        self._fire(timer, TimeDomain.PROCESSING_TIME, None)
-
-    def _fire(self, timer: InternalTimer, domain: TimeDomain, out_timestamp: Optional[int]) -> None:
-        """Run ``on_timer``. Main outputs carry ``out_timestamp``; side outputs carry the timer's
-        timestamp in both domains (Flink's ``OnTimerContextImpl.output``)."""
-        ctx = self._on_timer_ctx
-        ctx._timer = timer
-        ctx._time_domain = domain
-        out: List[Any] = []
-        try:
-            result = self._on_timer(timer.timestamp, ctx)
-            if result is not None:
-                collect_side = self.output.collect_side
-                for item in result:
-                    if _is_side_output(item):
-                        collect_side(item[0], item[1], timer.timestamp)
-                    else:
-                        out.append(item)
-        finally:
-            ctx._timer = None
-            ctx._time_domain = None
-            if out:
-                self.output.collect_batch(out, None if out_timestamp is None else [out_timestamp] * len(out))
+        fire_timer(self.output, self._on_timer, self._on_timer_ctx, timer, TimeDomain.PROCESSING_TIME)

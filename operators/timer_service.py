@@ -264,35 +264,29 @@ class InternalTimerService:
         :raises: whatever the triggerable raises; the failing timer is removed already.
         """
         self._current_watermark = time
-        queue = self._event_time_timers
-        set_key = self._key_context.set_current_key
-        on_event_time = self._triggerable.on_event_time
-        while True:
-            entry = queue.peek()
-            if entry is None or entry[0] > time:
-                return
-            queue.poll_head(entry)
-            key = entry[3]
-            set_key(key)
-            on_event_time(InternalTimer(entry[0], key, entry[4]))
+        self._fire_due(self._event_time_timers, time, self._triggerable.on_event_time)
 
     def _on_processing_time(self, time: int) -> None:
         """The ProcessingTimeService callback: fire every processing-time timer with
         ``timestamp <= time`` and register for the next one."""
         self._next_timer = None  # the triggerable may register timers
-        queue = self._processing_time_timers
+        entry = self._fire_due(self._processing_time_timers, time, self._triggerable.on_processing_time)
+        if entry is not None and self._next_timer is None:
+            self._schedule(entry[0])
+
+    def _fire_due(self, queue: Any, time: int, on_timer: Callable[[InternalTimer], None]) -> Any:
+        """Remove and fire (``on_timer``) every timer of ``queue`` with ``timestamp <= time``,
+        earliest first, each with its key current; return the first entry not due (or
+        ``None``). A timer is removed before it fires, so a failing one is gone already."""
         set_key = self._key_context.set_current_key
-        on_processing_time = self._triggerable.on_processing_time
         while True:
             entry = queue.peek()
             if entry is None or entry[0] > time:
-                break
+                return entry
             queue.poll_head(entry)
             key = entry[3]
             set_key(key)
-            on_processing_time(InternalTimer(entry[0], key, entry[4]))
-        if entry is not None and self._next_timer is None:
-            self._schedule(entry[0])
+            on_timer(InternalTimer(entry[0], key, entry[4]))
 
     def _schedule(self, time: int) -> None:
         """Make the one physical registration fire at ``time`` (replacing an earlier one)."""

@@ -322,7 +322,48 @@ def _interval(interval: Any, owner: str) -> int:
     return ms
 
 
-class ContinuousEventTimeTrigger(Trigger):
+class _ContinuousTrigger(Trigger):
+    """What the continuous triggers share: the interval (ms > 0), the next firing time in a
+    reducing state ``"fire-time"`` (minimum), clearing and merging it. Subclasses name their
+    time domain's ``TriggerContext`` methods in ``_REGISTER_TIMER``/``_DELETE_TIMER``.
+
+    :raises ValueError: if ``interval <= 0``.
+    """
+
+    _NAME = "ContinuousTrigger"
+    _REGISTER_TIMER = ""
+    _DELETE_TIMER = ""
+
+    def __init__(self, interval: Any) -> None:
+        self.interval = _interval(interval, self._NAME)
+        self.state_descriptor = ReducingStateDescriptor("fire-time", _min)
+
+    def clear(self, window, ctx) -> None:
+        state = ctx.get_partitioned_state(self.state_descriptor)
+        timestamp = state.get()
+        if timestamp is not None:
+            getattr(ctx, self._DELETE_TIMER)(timestamp)
+            state.clear()
+
+    def can_merge(self) -> bool:
+        return True
+
+    def on_merge(self, window, ctx) -> None:
+        ctx.merge_partitioned_state(self.state_descriptor)
+        next_fire = ctx.get_partitioned_state(self.state_descriptor).get()
+        if next_fire is not None:
+            getattr(ctx, self._REGISTER_TIMER)(next_fire)
+
+    def _register_next_fire_timestamp(self, time: int, window: Window, ctx: TriggerContext, state: Any) -> None:
+        next_fire = min(time + self.interval, window.max_timestamp())
+        state.add(next_fire)
+        getattr(ctx, self._REGISTER_TIMER)(next_fire)
+
+    def __repr__(self) -> str:
+        return f"{self._NAME}({self.interval})"
+
+
+class ContinuousEventTimeTrigger(_ContinuousTrigger):
     """Fires early every ``interval`` ms of event time, and at the window's end (Flink's
     ``ContinuousEventTimeTrigger``). The next firing time (aligned to the interval grid, at
     most ``window.max_timestamp()``) lives in a reducing state ``"fire-time"`` (minimum).
@@ -331,9 +372,9 @@ class ContinuousEventTimeTrigger(Trigger):
     :raises ValueError: if ``interval <= 0``.
     """
 
-    def __init__(self, interval: Any) -> None:
-        self.interval = _interval(interval, "ContinuousEventTimeTrigger")
-        self.state_descriptor = ReducingStateDescriptor("fire-time", _min)
+    _NAME = "ContinuousEventTimeTrigger"
+    _REGISTER_TIMER = "register_event_time_timer"
+    _DELETE_TIMER = "delete_event_time_timer"
 
     @staticmethod
     def of(interval: Any) -> "ContinuousEventTimeTrigger":
@@ -364,32 +405,8 @@ class ContinuousEventTimeTrigger(Trigger):
     def on_processing_time(self, time, window, ctx) -> TriggerResult:
         return TriggerResult.CONTINUE
 
-    def clear(self, window, ctx) -> None:
-        state = ctx.get_partitioned_state(self.state_descriptor)
-        timestamp = state.get()
-        if timestamp is not None:
-            ctx.delete_event_time_timer(timestamp)
-            state.clear()
 
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window, ctx) -> None:
-        ctx.merge_partitioned_state(self.state_descriptor)
-        next_fire = ctx.get_partitioned_state(self.state_descriptor).get()
-        if next_fire is not None:
-            ctx.register_event_time_timer(next_fire)
-
-    def _register_next_fire_timestamp(self, time: int, window: Window, ctx: TriggerContext, state: Any) -> None:
-        next_fire = min(time + self.interval, window.max_timestamp())
-        state.add(next_fire)
-        ctx.register_event_time_timer(next_fire)
-
-    def __repr__(self) -> str:
-        return f"ContinuousEventTimeTrigger({self.interval})"
-
-
-class ContinuousProcessingTimeTrigger(Trigger):
+class ContinuousProcessingTimeTrigger(_ContinuousTrigger):
     """Fires every ``interval`` ms of processing time (Flink's
     ``ContinuousProcessingTimeTrigger``), aligned to the interval grid and capped at the
     window's end; the next firing time lives in a reducing state ``"fire-time"``. Supports
@@ -398,9 +415,9 @@ class ContinuousProcessingTimeTrigger(Trigger):
     :raises ValueError: if ``interval <= 0``.
     """
 
-    def __init__(self, interval: Any) -> None:
-        self.interval = _interval(interval, "ContinuousProcessingTimeTrigger")
-        self.state_descriptor = ReducingStateDescriptor("fire-time", _min)
+    _NAME = "ContinuousProcessingTimeTrigger"
+    _REGISTER_TIMER = "register_processing_time_timer"
+    _DELETE_TIMER = "delete_processing_time_timer"
 
     @staticmethod
     def of(interval: Any) -> "ContinuousProcessingTimeTrigger":
@@ -424,30 +441,6 @@ class ContinuousProcessingTimeTrigger(Trigger):
             self._register_next_fire_timestamp(time, window, ctx, state)
             return TriggerResult.FIRE
         return TriggerResult.CONTINUE
-
-    def clear(self, window, ctx) -> None:
-        state = ctx.get_partitioned_state(self.state_descriptor)
-        timestamp = state.get()
-        if timestamp is not None:
-            ctx.delete_processing_time_timer(timestamp)
-            state.clear()
-
-    def can_merge(self) -> bool:
-        return True
-
-    def on_merge(self, window, ctx) -> None:
-        ctx.merge_partitioned_state(self.state_descriptor)
-        next_fire = ctx.get_partitioned_state(self.state_descriptor).get()
-        if next_fire is not None:
-            ctx.register_processing_time_timer(next_fire)
-
-    def _register_next_fire_timestamp(self, time: int, window: Window, ctx: TriggerContext, state: Any) -> None:
-        next_fire = min(time + self.interval, window.max_timestamp())
-        state.add(next_fire)
-        ctx.register_processing_time_timer(next_fire)
-
-    def __repr__(self) -> str:
-        return f"ContinuousProcessingTimeTrigger({self.interval})"
 
 
 class DeltaFunction(abc.ABC):

@@ -310,6 +310,45 @@ class InternalIterableProcessWindowFunction(InternalWindowFunction):
         self.wrapped.clear(context)
 
 
+class _PreAggregateThenApply:
+    """Opens and closes the pre-aggregating function (``_pre``), then the window function, for
+    the reduce/aggregate-then-apply functions below."""
+
+    window_function: Any
+
+    @property
+    def _pre(self) -> Any:
+        raise NotImplementedError
+
+    def open(self, runtime_context: Any) -> None:
+        _open(self._pre, runtime_context)
+        _open(self.window_function, runtime_context)
+
+    def close(self) -> None:
+        _close(self._pre)
+        _close(self.window_function)
+
+
+class _ReduceThenApply(_PreAggregateThenApply):
+    def __init__(self, reduce_function: Any, window_function: Any) -> None:
+        self.reduce_function = reduce_function
+        self.window_function = window_function
+
+    @property
+    def _pre(self) -> Any:
+        return self.reduce_function
+
+
+class _AggregateThenApply(_PreAggregateThenApply):
+    def __init__(self, aggregate_function: Any, window_function: Any) -> None:
+        self.aggregate_function = aggregate_function
+        self.window_function = window_function
+
+    @property
+    def _pre(self) -> Any:
+        return self.aggregate_function
+
+
 def _reduce_all(reduce: Any, inputs: Iterable[Any]) -> List[Any]:
     current = None
     for value in inputs:
@@ -317,7 +356,7 @@ def _reduce_all(reduce: Any, inputs: Iterable[Any]) -> List[Any]:
     return [] if current is None else [current]
 
 
-class ReduceApplyWindowFunction(WindowFunction):
+class ReduceApplyWindowFunction(_ReduceThenApply, WindowFunction):
     """Reduces the window's elements, then applies a :class:`WindowFunction` to the result
     (Flink's ``ReduceApplyWindowFunction``; used when an evictor keeps all elements).
 
@@ -325,37 +364,13 @@ class ReduceApplyWindowFunction(WindowFunction):
     input at all instead of Flink's single ``null``.
     """
 
-    def __init__(self, reduce_function: Any, window_function: WindowFunction) -> None:
-        self.reduce_function = reduce_function
-        self.window_function = window_function
-
-    def open(self, runtime_context: Any) -> None:
-        _open(self.reduce_function, runtime_context)
-        _open(self.window_function, runtime_context)
-
-    def close(self) -> None:
-        _close(self.reduce_function)
-        _close(self.window_function)
-
     def apply(self, key, window, inputs):
         return self.window_function.apply(key, window, _reduce_all(self.reduce_function.reduce, inputs))
 
 
-class ReduceApplyProcessWindowFunction(ProcessWindowFunction):
+class ReduceApplyProcessWindowFunction(_ReduceThenApply, ProcessWindowFunction):
     """:class:`ReduceApplyWindowFunction` for a :class:`ProcessWindowFunction` (Flink's class
     of the same name)."""
-
-    def __init__(self, reduce_function: Any, window_function: ProcessWindowFunction) -> None:
-        self.reduce_function = reduce_function
-        self.window_function = window_function
-
-    def open(self, runtime_context: Any) -> None:
-        _open(self.reduce_function, runtime_context)
-        _open(self.window_function, runtime_context)
-
-    def close(self) -> None:
-        _close(self.reduce_function)
-        _close(self.window_function)
 
     def process(self, key, context, elements):
         return self.window_function.process(key, context, _reduce_all(self.reduce_function.reduce, elements))
@@ -371,41 +386,17 @@ def _aggregate_all(agg: Any, inputs: Iterable[Any]) -> List[Any]:
     return [agg.get_result(acc)]
 
 
-class AggregateApplyWindowFunction(WindowFunction):
+class AggregateApplyWindowFunction(_AggregateThenApply, WindowFunction):
     """Aggregates the window's elements from a fresh accumulator, then applies a
     :class:`WindowFunction` to the result (Flink's ``AggregateApplyWindowFunction``)."""
-
-    def __init__(self, aggregate_function: Any, window_function: WindowFunction) -> None:
-        self.aggregate_function = aggregate_function
-        self.window_function = window_function
-
-    def open(self, runtime_context: Any) -> None:
-        _open(self.aggregate_function, runtime_context)
-        _open(self.window_function, runtime_context)
-
-    def close(self) -> None:
-        _close(self.aggregate_function)
-        _close(self.window_function)
 
     def apply(self, key, window, inputs):
         return self.window_function.apply(key, window, _aggregate_all(self.aggregate_function, inputs))
 
 
-class AggregateApplyProcessWindowFunction(ProcessWindowFunction):
+class AggregateApplyProcessWindowFunction(_AggregateThenApply, ProcessWindowFunction):
     """:class:`AggregateApplyWindowFunction` for a :class:`ProcessWindowFunction` (Flink's
     ``InternalAggregateProcessWindowFunction``)."""
-
-    def __init__(self, aggregate_function: Any, window_function: ProcessWindowFunction) -> None:
-        self.aggregate_function = aggregate_function
-        self.window_function = window_function
-
-    def open(self, runtime_context: Any) -> None:
-        _open(self.aggregate_function, runtime_context)
-        _open(self.window_function, runtime_context)
-
-    def close(self) -> None:
-        _close(self.aggregate_function)
-        _close(self.window_function)
 
     def process(self, key, context, elements):
         return self.window_function.process(key, context, _aggregate_all(self.aggregate_function, elements))
