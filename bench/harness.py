@@ -10,12 +10,15 @@ functions per subtask (cloudpickle), so the sink publishes its figures in ``clos
 process-wide registry under a fresh token; the harness sums what every subtask published and
 compares count and checksum with the loop's. A sink that was never closed, a record dropped,
 duplicated or transformed differently changes the figures and raises :class:`ResultMismatch`.
+Window workloads end in a :class:`WindowResultSink`, which keeps every output with its
+timestamp (the window's max timestamp); their outputs are compared as multisets.
 """
 
 from __future__ import annotations
 
 import gc
 import math
+from collections import Counter
 import os
 import platform
 import statistics
@@ -31,6 +34,8 @@ from rill.datastream import SinkFunction, StreamExecutionEnvironment
 __all__ = [
     "Workload",
     "CountingSink",
+    "WindowResultSink",
+    "LoopSinkContext",
     "SinkResult",
     "ResultMismatch",
     "Sample",
@@ -51,6 +56,10 @@ class Workload(Protocol):
     *builds* the job on ``env`` (the harness executes and times it); ``run_baseline`` is the
     hand-written loop: it must call the same user functions with the same semantics and hand
     the same records to ``sink.invoke(value, None)`` in the same order as Rill's job.
+
+    Optional: ``sink_class`` (default :class:`CountingSink`), the sink both sides end in; with
+    :class:`WindowResultSink` the loop passes a :class:`LoopSinkContext` instead of ``None``
+    and the order of outputs may differ (the check compares multisets).
     """
 
     name: str
@@ -91,6 +100,35 @@ class CountingSink(SinkFunction):
     def close(self) -> None:
         with _published_lock:
             _published.setdefault(self.token, []).append((self.count, self.checksum))
+
+
+class LoopSinkContext:
+    """What the hand-written loop passes as ``context`` to a :class:`WindowResultSink`: the
+    output's timestamp (``ts``), as Rill's ``SinkFunction.Context.timestamp()`` gives it."""
+
+    __slots__ = ("ts",)
+
+    def __init__(self) -> None:
+        self.ts: Optional[int] = None
+
+    def timestamp(self) -> Optional[int]:
+        return self.ts
+
+
+class WindowResultSink(CountingSink):
+    """Keeps every ``(value, context.timestamp())``: for window outputs, the result and the
+    window's max timestamp (Rill stamps window outputs with it). It publishes ``(count, list of
+    outputs)``; the check then compares the two sides' outputs as multisets, so key, window and
+    result of every output must agree, whatever the order (windows firing at the same
+    watermark may emit in another order than the loop)."""
+
+    def __init__(self, token: str):
+        super().__init__(token)
+        self.checksum = []
+
+    def invoke(self, value, context):
+        self.count += 1
+        self.checksum.append((value, context.timestamp()))
 
 
 @dataclass(frozen=True)
@@ -136,11 +174,20 @@ def check_same(workload: str, rill: SinkResult, baseline: SinkResult, parallelis
         problems.append("the loop produced no records: the check would be vacuous")
     if rill.count != baseline.count:
         problems.append(f"count {rill.count} != loop's {baseline.count}")
-    same = (math.isclose(rill.checksum, baseline.checksum, rel_tol=1e-9, abs_tol=1e-6)
-            if isinstance(rill.checksum, float) or isinstance(baseline.checksum, float)
-            else rill.checksum == baseline.checksum)
-    if not same:
-        problems.append(f"checksum {rill.checksum!r} != loop's {baseline.checksum!r}")
+    if isinstance(rill.checksum, list) or isinstance(baseline.checksum, list):
+        # WindowResultSink: the outputs themselves, compared as multisets
+        got, expected = Counter(rill.checksum), Counter(baseline.checksum)
+        if got != expected:
+            extra, missing = got - expected, expected - got
+            problems.append(
+                f"outputs differ: {sum(extra.values())} not in the loop's (e.g. {list(extra)[:3]!r}), "
+                f"{sum(missing.values())} of the loop's missing (e.g. {list(missing)[:3]!r})")
+    else:
+        same = (math.isclose(rill.checksum, baseline.checksum, rel_tol=1e-9, abs_tol=1e-6)
+                if isinstance(rill.checksum, float) or isinstance(baseline.checksum, float)
+                else rill.checksum == baseline.checksum)
+        if not same:
+            problems.append(f"checksum {rill.checksum!r} != loop's {baseline.checksum!r}")
     if rill.instances != parallelism:
         problems.append(f"{rill.instances} sink subtasks published, expected {parallelism}")
     if problems:
@@ -201,7 +248,7 @@ class Measurement:
 
 def _run_baseline(workload: Workload, data: List[Any]) -> Tuple[float, SinkResult]:
     token = new_token()
-    sink = CountingSink(token)
+    sink = getattr(workload, "sink_class", CountingSink)(token)
     gc.collect()
     t0 = time.perf_counter()
     workload.run_baseline(data, sink)
@@ -217,7 +264,7 @@ def _run_rill(workload: Workload, data: List[Any], parallelism: int
     t0 = time.perf_counter()
     env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(parallelism)
-    workload.run_rill(env, data, CountingSink(token))
+    workload.run_rill(env, data, getattr(workload, "sink_class", CountingSink)(token))
     result = env.execute(f"bench-{workload.name}")
     wall = time.perf_counter() - t0
     # net runtime has ms resolution: at least 1 ms, so that tiny smoke runs do not divide by 0

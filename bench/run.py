@@ -4,8 +4,9 @@
     python -m bench.run --workload wordcount --parallelism 2 --size 100000 --repeat 5
     python -m bench.run --json out/bench.json
 
-Without ``--workload``, runs stateless and WordCount at parallelism 1 (gated by their target
-ratios) and WordCount at parallelism 2 in the embedded mode (reported, not gated).
+Without ``--workload``, runs stateless, WordCount and the tumbling-window workload at
+parallelism 1 (gated by their target ratios), WordCount at parallelism 2 in the embedded mode
+and the sliding-window workload at parallelism 1 (reported, not gated).
 Exit status: 0; 1 if a result check fails (Rill's output differs from the loop's); 2 if
 ``--check-targets`` is given and a target ratio is missed.
 """
@@ -25,7 +26,7 @@ from bench.workloads import WORKLOADS
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.run", description="Rill vs the hand-written loop")
     parser.add_argument("--workload", choices=sorted(WORKLOADS), action="append",
-                        help="run only this workload (repeatable); default: all, plus WordCount at p=2")
+                        help="run only this workload (repeatable); default: all at p=1, plus WordCount at p=2")
     parser.add_argument("--size", type=int, help="input records per run (default: the workload's)")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions per side (default 3)")
     parser.add_argument("--parallelism", type=int, default=1, help="Rill's parallelism with --workload (default 1)")
@@ -38,7 +39,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.workload:
         plan: List[Tuple[str, int]] = [(name, args.parallelism) for name in args.workload]
     else:
-        plan = [("stateless", 1), ("wordcount", 1), ("wordcount", 2)]
+        plan = [("stateless", 1), ("wordcount", 1), ("wordcount", 2), ("tumbling", 1), ("sliding", 1)]
 
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     info = machine_info()

@@ -1,8 +1,11 @@
 """The benchmark workloads, by name."""
 
 from bench.workloads.stateless import StatelessWorkload
+from bench.workloads.windows import SlidingWindowsWorkload, TumblingWindowsWorkload
 from bench.workloads.wordcount import WordCountWorkload
 
-WORKLOADS = {w.name: w for w in (StatelessWorkload, WordCountWorkload)}
+WORKLOADS = {w.name: w for w in (StatelessWorkload, WordCountWorkload, TumblingWindowsWorkload,
+                                 SlidingWindowsWorkload)}
 
-__all__ = ["WORKLOADS", "StatelessWorkload", "WordCountWorkload"]
+__all__ = ["WORKLOADS", "StatelessWorkload", "WordCountWorkload", "TumblingWindowsWorkload",
+           "SlidingWindowsWorkload"]

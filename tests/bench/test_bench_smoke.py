@@ -14,12 +14,29 @@ if _ROOT not in sys.path:  # bench/ is a top-level folder of the repository, not
 
 from bench import run as bench_run  # noqa: E402
 from bench.harness import ResultMismatch, run_workload  # noqa: E402
-from bench.workloads import WORKLOADS, StatelessWorkload, WordCountWorkload  # noqa: E402
+from bench.harness import CountingSink, LoopSinkContext, WindowResultSink  # noqa: E402
+from bench.workloads import (  # noqa: E402
+    WORKLOADS,
+    SlidingWindowsWorkload,
+    StatelessWorkload,
+    TumblingWindowsWorkload,
+    WordCountWorkload,
+)
 from bench.workloads.stateless import to_euros  # noqa: E402
+from bench.workloads.windows import (  # noqa: E402
+    OUT_OF_ORDERNESS_MS,
+    SLIDE_MS,
+    WINDOW_MS,
+    CountAndSum,
+    event_key,
+    generate_events,
+    watermark_strategy,
+)
 from bench.workloads.wordcount import word_of  # noqa: E402
+from rill.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows  # noqa: E402
 from rill.examples.word_count import count_one, split_words  # noqa: E402
 
-TINY = {"stateless": 5_000, "wordcount": 400}
+TINY = {"stateless": 5_000, "wordcount": 400, "tumbling": 30_000, "sliding": 30_000}
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))
@@ -48,7 +65,30 @@ class _NoRollingReduce(WordCountWorkload):
         env.from_collection(data).flat_map(split_words).map(count_one).key_by(word_of).add_sink(sink)
 
 
-@pytest.mark.parametrize("broken", [_DropsTheFilter, _NoRollingReduce])
+class _ShiftedWindows(TumblingWindowsWorkload):
+    """Tumbling windows with an offset of half a window: about as many outputs, other windows."""
+
+    def run_rill(self, env, data, sink):
+        (env.from_collection(data).assign_timestamps_and_watermarks(watermark_strategy()).key_by(event_key)
+            .window(TumblingEventTimeWindows.of(WINDOW_MS, WINDOW_MS // 2)).aggregate(CountAndSum())
+            .add_sink(sink))
+
+
+class _CountOnly(CountAndSum):
+    def add(self, value, accumulator):
+        return value[0], accumulator[1] + 1, accumulator[2]
+
+
+class _WrongAggregate(SlidingWindowsWorkload):
+    """Sliding windows whose aggregate forgets the sum: same outputs, same counts, wrong sums."""
+
+    def run_rill(self, env, data, sink):
+        (env.from_collection(data).assign_timestamps_and_watermarks(watermark_strategy()).key_by(event_key)
+            .window(SlidingEventTimeWindows.of(WINDOW_MS, SLIDE_MS)).aggregate(_CountOnly())
+            .add_sink(sink))
+
+
+@pytest.mark.parametrize("broken", [_DropsTheFilter, _NoRollingReduce, _ShiftedWindows, _WrongAggregate])
 def test_a_wrong_job_fails_the_check(broken):
     workload = broken()
     data = workload.prepare(TINY[workload.name])
@@ -65,3 +105,43 @@ def test_cli_prints_the_table_and_json(tmp_path, capsys):
     report = json.loads(out.read_text())
     assert report["machine"]["nproc"] >= 1
     assert report["measurements"][0]["records"] == 3000
+
+
+def test_window_workloads_promise_no_late_events():
+    """Every event's timestamp is less than the out-of-orderness bound behind the greatest
+    timestamp before it: no window an event belongs to can have fired, whatever the watermark
+    timing, so Rill's results cannot depend on when its periodic watermarks come."""
+    events = generate_events(200_000)
+    max_seen = events[0][2]
+    worst = 0
+    for _, _, ts in events:
+        worst = max(worst, max_seen - ts)
+        max_seen = max(max_seen, ts)
+    assert 0 < worst < OUT_OF_ORDERNESS_MS
+    assert any(b[2] < a[2] for a, b in zip(events, events[1:]))  # really out of order
+
+
+@pytest.mark.parametrize("workload", [TumblingWindowsWorkload, SlidingWindowsWorkload])
+def test_window_loop_outputs_every_key_and_window(workload):
+    """The loop's outputs, checked against a direct computation: per (key, window) the count
+    and sum of its events, stamped with the window's max timestamp."""
+    events = generate_events(12_000)
+    sink = WindowResultSink("loop")
+    workload().run_baseline(events, sink)
+    slide = WINDOW_MS if workload is TumblingWindowsWorkload else SLIDE_MS
+    expected = {}
+    for key, value, ts in events:
+        start = ts - ts % slide
+        while start > ts - WINDOW_MS:
+            k, n, total = expected.get((key, start + WINDOW_MS - 1), (key, 0, 0))
+            expected[key, start + WINDOW_MS - 1] = (key, n + 1, total + value)
+            start -= slide
+    assert sorted(sink.checksum) == sorted((result, max_ts) for (_, max_ts), result in expected.items())
+
+
+def test_window_result_sink_reads_the_timestamp():
+    sink, context = WindowResultSink("t"), LoopSinkContext()
+    context.ts = 9_999
+    sink.invoke((7, 2, 30), context)
+    assert (sink.count, sink.checksum) == (1, [((7, 2, 30), 9_999)])
+    assert isinstance(sink, CountingSink)
