@@ -10,7 +10,13 @@ Layout, as Flink's packages:
 * :mod:`rill.network.partition` -- producing side: ``ResultPartition``, its
   ``PipelinedSubpartition`` queues and their views, the process's ``ResultPartitionManager``;
 * :mod:`rill.network.partition.consumer` -- consuming side: ``InputChannel``
-  (``LocalInputChannel`` now, a credit-based ``RemoteInputChannel`` later), ``SingleInputGate``;
+  (``LocalInputChannel``; the credit-based ``RemoteInputChannel`` with its ``BufferManager``
+  and the gate's ``FloatingBufferPool``), ``SingleInputGate``;
+* :mod:`rill.network.api.serialization` -- records and events to bytes for remote channels
+  (msgpack, one ``packb`` per buffer; lz4; segments);
+* :mod:`rill.network.credit` -- credit-based flow control's accounting (``CreditLedger``);
+* :mod:`rill.network.netty` -- the transport between processes (``NettyConnectionManager``);
+  groundwork for cluster mode, not used by the in-process runtime;
 * :mod:`rill.network.api.writer` -- ``RecordWriter``: batches records per channel into buffers;
 * :mod:`rill.network.partitioner` -- ``StreamPartitioner`` and Flink's partitionings.
 
@@ -24,6 +30,13 @@ Public names are re-exported here; ``tests/network`` checks this surface.
 """
 
 from .api.writer.record_writer import DEFAULT_RECORDS_PER_BUFFER, RecordWriter
+from .api.serialization import (
+    AdaptiveSpanningRecordDeserializer,
+    EventSerializer,
+    PayloadTooLargeError,
+    SpanningRecordSerializer,
+    ValueSerializationError,
+)
 from .buffer import (
     Buffer,
     BufferPoolDestroyedError,
@@ -31,6 +44,7 @@ from .buffer import (
     BufferRecycler,
     LocalBufferPool,
 )
+from .credit import BufferKind, CreditInvariantError, CreditLedger, SenderCredit
 from .events import (
     END_OF_PARTITION_EVENT,
     CheckpointBarrier,
@@ -59,9 +73,22 @@ from .partition.consumer import (
     BufferOrEvent,
     InputChannel,
     InputGate,
+    FloatingBufferPool,
+    FloatingBufferPoolStatistics,
     InputGateStatistics,
     LocalInputChannel,
+    RemoteInputChannel,
+    RemoteInputChannelStatistics,
     SingleInputGate,
+)
+from .netty import (
+    ConnectionStatistics,
+    LocalTransportError,
+    NettyConfig,
+    NettyConnectionManager,
+    PartitionRequestTimeoutError,
+    RemoteTransportError,
+    SubpartitionReaderStatistics,
 )
 from .partitioner import (
     BroadcastPartitioner,
@@ -112,6 +139,29 @@ __all__ = [
     "SingleInputGate",
     "InputGateStatistics",
     "BufferOrEvent",
+    "RemoteInputChannel",
+    "RemoteInputChannelStatistics",
+    "FloatingBufferPool",
+    "FloatingBufferPoolStatistics",
+    # serialization
+    "SpanningRecordSerializer",
+    "AdaptiveSpanningRecordDeserializer",
+    "EventSerializer",
+    "PayloadTooLargeError",
+    "ValueSerializationError",
+    # credit-based flow control
+    "CreditLedger",
+    "SenderCredit",
+    "BufferKind",
+    "CreditInvariantError",
+    # transport (groundwork for cluster mode)
+    "NettyConfig",
+    "NettyConnectionManager",
+    "ConnectionStatistics",
+    "SubpartitionReaderStatistics",
+    "RemoteTransportError",
+    "LocalTransportError",
+    "PartitionRequestTimeoutError",
     # writer
     "RecordWriter",
     "DEFAULT_RECORDS_PER_BUFFER",

@@ -1,0 +1,301 @@
+"""The server side of one remote channel (Flink's ``CreditBasedSequenceNumberingViewReader``).
+
+A reader belongs to one server connection and reads one
+:class:`~rill.network.partition.result_subpartition_view.ResultSubpartitionView`. It turns the
+view's buffers into BufferResponse frames -- serialized, split into segments of at most
+``segment_size_bytes``, each taking one credit -- and its events into one frame each, which need
+no credit. With credit 0 it stops: the subpartition fills up, the producer's pool runs dry and
+the producing task blocks in its RecordWriter, which is backpressure, for this channel alone.
+
+The time a reader holds data but no credit is its back-pressured time.
+
+Threading model: everything runs on the network thread, except :meth:`CreditBasedViewReader.notify_data_available`,
+which the producer calls (through the view) when the subpartition goes from empty to non-empty;
+it only marks the reader and queues it on its connection. A buffer taken from the view while
+there is no credit (to reach an event behind it, or to learn the backlog) waits in a one-entry
+stash, so order is kept and the producer's pool slot stays taken until the buffer is
+serialized; the slot is freed (the buffer recycled) as soon as the buffer is serialized.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
+
+from ..api.serialization.record_serializer import SpanningRecordSerializer
+from ..buffer.buffer import Buffer
+from ..credit import SenderCredit
+from ..events import EndOfPartitionEvent
+from ..partition.result_partition_id import ResultPartitionID
+from ..partition.result_partition_manager import ResultPartitionManager
+from ..partition.result_subpartition_view import ResultSubpartitionView
+from . import messages
+
+if TYPE_CHECKING:
+    from .server import ServerConnection
+
+__all__ = ["CreditBasedViewReader", "SubpartitionReaderStatistics"]
+
+
+@dataclass(frozen=True, slots=True)
+class SubpartitionReaderStatistics:
+    """A snapshot of one reader (one subpartition served to one remote channel).
+
+    :ivar partition_id: the partition.
+    :ivar subpartition_index: the subpartition.
+    :ivar receiver_id: the consuming channel's id (hex).
+    :ivar buffers_sent: buffers sent (each one or more segments).
+    :ivar segments_sent: data frames sent (one credit each).
+    :ivar records_sent: records in the buffers sent.
+    :ivar bytes_sent: payload bytes sent (data and events).
+    :ivar events_sent: events sent.
+    :ivar credit_available: credit not used yet (0 with flow control off).
+    :ivar credit_received: credit received since the request (initial credit included).
+    :ivar backlog: data frames still to send, as last announced.
+    :ivar back_pressured_time_ns: total time the reader held data but had no credit,
+        including the current stall.
+    :ivar back_pressured: whether it is stalled without credit now.
+    :ivar released: whether the reader is done (EndOfPartition sent, cancelled, failed).
+    """
+
+    partition_id: ResultPartitionID
+    subpartition_index: int
+    receiver_id: str
+    buffers_sent: int
+    segments_sent: int
+    records_sent: int
+    bytes_sent: int
+    events_sent: int
+    credit_available: int
+    credit_received: int
+    backlog: int
+    back_pressured_time_ns: int
+    back_pressured: bool
+    released: bool
+
+
+class CreditBasedViewReader:
+    """Sends one subpartition to one remote channel, as its credit allows.
+
+    :param connection: the server connection it writes to.
+    :param receiver_id: the remote channel's id.
+    :param partition_id: the partition read.
+    :param subpartition_index: the subpartition read.
+    :param initial_credit: the credit announced in the PartitionRequest.
+    :param flow_control: credit-based (``True``) or send regardless of credit.
+    :param serializer: the channel's :class:`SpanningRecordSerializer`.
+    """
+
+    def __init__(
+        self,
+        connection: "ServerConnection",
+        receiver_id: bytes,
+        partition_id: ResultPartitionID,
+        subpartition_index: int,
+        initial_credit: int,
+        flow_control: bool,
+        serializer: SpanningRecordSerializer,
+    ) -> None:
+        self._connection = connection
+        self.receiver_id = receiver_id
+        self.partition_id = partition_id
+        self.subpartition_index = subpartition_index
+        self.credit = SenderCredit(flow_control)
+        self.credit.add(initial_credit)
+        self._serializer = serializer
+        self._view: Optional[ResultSubpartitionView] = None
+        self._stash: Optional[Buffer] = None
+        self._segments: deque = deque()
+        self._segment_flags = 0
+        self._sequence = 0
+        self._view_backlog = 0
+        #: Set by the producer's notification, refreshed from each poll: the view may have data.
+        self.view_has_more = False
+        #: Guarded by the connection's ready-queue lock: queued for the next pump.
+        self.queued = False
+        self.released = False
+        self._blocked_since: Optional[int] = None
+        self._back_pressured_ns = 0
+        self.buffers_sent = 0
+        self.segments_sent = 0
+        self.records_sent = 0
+        self.bytes_sent = 0
+        self.events_sent = 0
+
+    # ------------------------------------------------------------------ set-up, notifications
+
+    def request_subpartition_view(self, partition_manager: ResultPartitionManager) -> None:
+        """Create the view (Flink's ``requestSubpartitionView``).
+
+        :raises PartitionNotFoundError, PartitionReleasedError, ValueError, RuntimeError: as
+            :meth:`ResultPartitionManager.create_subpartition_view`.
+        """
+        self._view = partition_manager.create_subpartition_view(
+            self.partition_id, self.subpartition_index, self.notify_data_available
+        )
+
+    def notify_data_available(self) -> None:
+        """The subpartition has data (producer thread): queue this reader on its connection."""
+        self.view_has_more = True
+        self._connection.notify_reader_non_empty(self)
+
+    def add_credit(self, credit: int) -> None:
+        """An AddCredit arrived (network thread)."""
+        self.credit.add(credit)
+        if self._blocked_since is not None and credit > 0:
+            self._back_pressured_ns += time.perf_counter_ns() - self._blocked_since
+            self._blocked_since = None
+
+    def is_available(self) -> bool:
+        """Whether :meth:`next_frame` may produce a frame now."""
+        if self.released:
+            return False
+        if self._segments or self._stash is not None:
+            return self.credit.can_send()
+        return self.view_has_more
+
+    # ------------------------------------------------------------------ producing frames
+
+    def next_frame(self) -> Optional[tuple]:
+        """The next frame to write, as chunks, or ``None`` if there is nothing to send now (no
+        data, or no credit for the data). Never blocks.
+
+        May release the reader (EndOfPartition sent, the producer released its partition, a
+        buffer could not be serialized); the connection then forgets it.
+        """
+        if self.released:
+            return None
+        if self._segments:
+            if not self.credit.can_send():
+                self._mark_blocked()
+                return None
+            return self._next_segment()
+        if self._stash is None:
+            view = self._view
+            result = view.get_next_buffer()  # type: ignore[union-attr]
+            if result is None:
+                self.view_has_more = False
+                if view.is_released():  # type: ignore[union-attr]
+                    return self._producer_released()
+                return None
+            item, self.view_has_more, self._view_backlog = result
+            if not isinstance(item, Buffer):
+                return self._event_frame(item)
+            self._stash = item
+        if not self.credit.can_send():
+            self._mark_blocked()
+            return None
+        buffer = self._stash
+        self._stash = None
+        try:
+            payload, compressed = self._serializer.serialize_buffer(buffer.values, buffer.timestamps)
+        except Exception as error:  # noqa: BLE001 - PayloadTooLargeError, ValueSerializationError
+            records = len(buffer.values)
+            buffer.recycle_buffer()
+            return self._fail(messages.ERROR_SERIALIZATION, f"{type(error).__name__} serializing a "
+                              f"buffer of {records} records: {error}")
+        self.records_sent += len(buffer.values)
+        buffer.recycle_buffer()  # the producer's pool slot is free again
+        self.buffers_sent += 1
+        self._segments.extend(self._serializer.split(payload))
+        self._segment_flags = messages.FLAG_COMPRESSED if compressed else 0
+        return self._next_segment()
+
+    def _next_segment(self) -> tuple:
+        segments = self._segments
+        segment = segments.popleft()
+        self.credit.consume()
+        flags = self._segment_flags
+        if not segments:
+            flags |= messages.FLAG_LAST_SEGMENT
+        self.segments_sent += 1
+        self.bytes_sent += len(segment)
+        self._connection.buffers_sent += 1
+        return self._frame(flags, segment)
+
+    def _event_frame(self, event) -> tuple:
+        try:
+            payload = self._serializer.serialize_event(event)
+        except Exception as error:  # noqa: BLE001
+            return self._fail(messages.ERROR_SERIALIZATION,
+                              f"{type(error).__name__} serializing event {event!r}: {error}")
+        self.events_sent += 1
+        self.bytes_sent += len(payload)
+        frame = self._frame(messages.FLAG_EVENT | messages.FLAG_LAST_SEGMENT, payload)
+        if isinstance(event, EndOfPartitionEvent):
+            self.release()  # as Flink: the view is released once EndOfPartition is written
+        return frame
+
+    def _frame(self, flags: int, payload) -> tuple:
+        backlog = len(self._segments) + (self._stash is not None) + self._current_view_backlog()
+        header = messages.encode_buffer_response_header(
+            self.receiver_id, self._sequence, backlog, flags, len(payload)
+        )
+        self._sequence += 1
+        return header, payload
+
+    def _current_view_backlog(self) -> int:
+        getter = getattr(self._view, "get_buffers_in_backlog", None)
+        return getter() if getter is not None else self._view_backlog
+
+    def _mark_blocked(self) -> None:
+        if self._blocked_since is None:
+            self._blocked_since = time.perf_counter_ns()
+
+    def _producer_released(self) -> tuple:
+        cause = self._view.get_failure_cause()  # type: ignore[union-attr]
+        reason = "" if cause is None else f": {type(cause).__name__}: {cause}"
+        return self._fail(messages.ERROR_PARTITION_RELEASED,
+                          f"the producer released subpartition {self.subpartition_index} of "
+                          f"partition {self.partition_id}{reason}")
+
+    def _fail(self, code: int, message: str) -> tuple:
+        self.release()
+        return (messages.encode_error_response(self.receiver_id, code, message),)
+
+    # ------------------------------------------------------------------ life cycle
+
+    def release(self) -> None:
+        """Release the view and drop what is held (consumer gone, cancelled, done). Idempotent."""
+        if self.released:
+            return
+        self.released = True
+        if self._blocked_since is not None:
+            self._back_pressured_ns += time.perf_counter_ns() - self._blocked_since
+            self._blocked_since = None
+        stash, self._stash = self._stash, None
+        if stash is not None:
+            stash.recycle_buffer()
+        self._segments.clear()
+        view = self._view
+        if view is not None:
+            view.release()
+
+    def statistics(self) -> SubpartitionReaderStatistics:
+        """A snapshot (read without stopping the network thread)."""
+        blocked_since = self._blocked_since
+        ongoing = 0 if blocked_since is None else time.perf_counter_ns() - blocked_since
+        return SubpartitionReaderStatistics(
+            partition_id=self.partition_id,
+            subpartition_index=self.subpartition_index,
+            receiver_id=self.receiver_id.hex(),
+            buffers_sent=self.buffers_sent,
+            segments_sent=self.segments_sent,
+            records_sent=self.records_sent,
+            bytes_sent=self.bytes_sent,
+            events_sent=self.events_sent,
+            credit_available=self.credit.available,
+            credit_received=self.credit.total_received,
+            backlog=len(self._segments) + (self._stash is not None) + self._view_backlog,
+            back_pressured_time_ns=self._back_pressured_ns + ongoing,
+            back_pressured=blocked_since is not None,
+            released=self.released,
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"CreditBasedViewReader(partition={self.partition_id}, "
+            f"subpartition={self.subpartition_index}, credit={self.credit.available})"
+        )
