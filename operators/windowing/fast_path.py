@@ -4,10 +4,13 @@ built-in assigner (tumbling or sliding, event or processing time) with its defau
 aggregating or list window state.
 
 Per record, ``process_batch`` does only what the state update needs: the key selector, the
-window assignment (inline for ``TumblingEventTimeWindows``), the key group from the backend's
-cache, two dict look-ups in the state table and the reduce / ``add`` call (or a list append).
-Records whose window has reached the watermark (late, or firing at once within the allowed
-lateness) take the general path (:meth:`WindowOperator._process_record`).
+window assignment (inline, with cached window objects, for ``TumblingEventTimeWindows`` and
+``SlidingEventTimeWindows``), the key group from the backend's cache, two dict look-ups in the
+state table and the reduce / ``add`` call (or a list append). Records one of whose windows has
+reached the watermark (late, or firing at once within the allowed lateness), and records in no
+window (sliding windows with gaps), take the general path
+(:meth:`WindowOperator._process_record`). The watermark is read once per batch: only
+``process_watermark`` advances it.
 
 Timers: one pair per (window, key group) instead of one per (window, key). The state table
 holds a window's keys per key group (``key_group_maps[g][window] -> {key: state}``), so when
@@ -100,7 +103,15 @@ class WindowFastPath:
         #: whether the window function's clear() does something
         self._clears = type(fn).clear is not InternalWindowFunction.clear
         self._tumbling = type(self.window_assigner) is TumblingEventTimeWindows
+        #: the inline sliding branch; tests set it to False (after ``open``) to force the
+        #: general branch (``assign_windows`` per record) and compare the two
+        self._sliding = type(self.window_assigner) is SlidingEventTimeWindows
+        #: window objects by start (tumbling and sliding: one size per operator)
         self._window_cache: dict = {}
+        #: sliding: a record's windows (tuple, latest first) by its latest window's start, for
+        #: records in ceil(size / slide) windows (long) and one fewer (short)
+        self._long_windows: dict = {}
+        self._short_windows: dict = {}
 
     # -- timers ----------------------------------------------------------------------------------
     def _register_window_timers(self, key: Any, window: Any) -> None:
@@ -154,6 +165,23 @@ class WindowFastPath:
                     context.window_ = window
                     self.user_function.clear(window, context)
             by_namespace.pop(window, None)
+            self._forget_window(window)
+
+    def _forget_window(self, window: Any) -> None:
+        """Drop a cleaned-up window from the caches of window objects (other key groups may
+        still hold it: they keep their equal object; a later element of it is late)."""
+        cache = self._window_cache
+        if not cache:
+            return
+        start = window[0]
+        cache.pop(start, None)
+        if self._sliding:
+            # the tuples whose oldest window it is (latest start + (n - 1) * slide)
+            assigner = self.window_assigner
+            slide = assigner.slide
+            span = (-(-assigner.size // slide) - 1) * slide
+            self._long_windows.pop(start + span, None)
+            self._short_windows.pop(start + span - slide, None)
 
     def _fire_keys(self, window: Any, by_namespace: dict, by_key: dict, max_ts: int, event_time: bool) -> None:
         kind = self._fast_kind
@@ -266,14 +294,18 @@ class WindowFastPath:
                     if not by_key:
                         del by_namespace[window]
             return
+        if self._sliding:
+            self._process_sliding(values, timestamps, set_key)
+            return
         event_time = self._is_event_time
         assign = self._assign
         assigner_context = self._assigner_context
+        watermark = self._timers.current_watermark()  # constant within a batch
         for value, ts in zip(values, timestamps):
             windows = assign(value, ts, assigner_context)
             if event_time:
-                watermark = self._timers.current_watermark()
-                if any(window[1] - 1 <= watermark for window in windows):
+                # late, fires at once, or in no window (late or not: the general path decides)
+                if not windows or any(window[1] - 1 <= watermark for window in windows):
                     slow(value, ts)
                     continue
             key = key_of(value)
@@ -292,6 +324,115 @@ class WindowFastPath:
                 if kind == _AGGREGATE:
                     acc = add(value, current)
                 elif kind == _REDUCE:
+                    acc = reduce(current, value)
+                else:
+                    current.append(value)
+                    continue
+                if acc is not None:
+                    by_key[key] = acc
+                else:
+                    del by_key[key]
+                    if not by_key:
+                        del by_namespace[window]
+
+    def _sliding_windows(self, start: int, n: int) -> tuple:
+        """The ``n`` windows whose latest starts at ``start``, latest first (as
+        ``SlidingEventTimeWindows.assign_windows``), from the cache of window objects."""
+        assigner = self.window_assigner
+        size, slide = assigner.size, assigner.slide
+        window_cache = self._window_cache
+        windows = []
+        for _ in range(n):
+            window = window_cache.get(start)
+            if window is None:
+                if len(window_cache) >= _WINDOW_CACHE_SIZE:
+                    window_cache.clear()
+                window = window_cache[start] = TimeWindow(start, start + size)
+            windows.append(window)
+            start -= slide
+        return tuple(windows)
+
+    def _process_sliding(self, values: List[Any], timestamps: List[int], set_key: Any) -> None:
+        """The inline branch for ``SlidingEventTimeWindows``: the general branch's results
+        without ``assign_windows`` per record.
+
+        A record with timestamp ``ts`` belongs to the windows starting at
+        ``last = ts - (ts - offset) % slide`` (Flink's ``getWindowStartWithOffset``; Python's
+        ``%`` is non-negative, so negative timestamps need no correction) and down by
+        ``slide`` while ``start > ts - size``: with ``r = ts - last`` in ``[0, slide)``, that
+        is ``n_max = ceil(size / slide)`` windows if ``r < threshold = size - (n_max - 1) *
+        slide``, else ``n_max - 1`` (possibly none, when ``size < slide``).
+
+        The record takes the general path if one of its windows has reached the watermark
+        (``max_timestamp <= watermark``: late, or fires at once within the allowed lateness),
+        i.e. if its oldest window has: ``last - (n - 1) * slide + size - 1 <= watermark``.
+        The watermark is read once: only ``process_watermark`` advances it, never a record
+        (neither the general path per record nor the user functions and outputs it calls).
+        """
+        kind = self._fast_kind
+        maps = self._state_maps
+        backend = self._backend
+        cache = backend.key_group_cache
+        key_group_offset = backend.compute_key_group_offset
+        key_of = self._key_of
+        reduce = self._fast_reduce if kind == _REDUCE else None
+        add = self._fast_add if kind == _AGGREGATE else None
+        new_entry = self._new_fast_entry
+        slow = self._process_record
+        assigner = self.window_assigner
+        size, slide, offset = assigner.size, assigner.slide, assigner.offset
+        n_max = -(-size // slide)
+        threshold = size - (n_max - 1) * slide
+        # general path iff last <= limit (long: n_max windows; short: n_max - 1 windows)
+        watermark = self._timers.current_watermark()
+        limit_long = watermark - size + 1 + (n_max - 1) * slide
+        has_short = n_max > 1  # else a record with r >= threshold has no window
+        limit_short = limit_long - slide
+        long_windows = self._long_windows
+        short_windows = self._short_windows
+        make_windows = self._sliding_windows
+        for value, ts in zip(values, timestamps):
+            if ts is None:
+                slow(value, ts)  # raises MissingTimestampError
+            r = (ts - offset) % slide
+            last = ts - r
+            if r < threshold:
+                if last <= limit_long:
+                    slow(value, ts)
+                    continue
+                windows = long_windows.get(last)
+                if windows is None:
+                    if len(long_windows) >= _WINDOW_CACHE_SIZE:
+                        long_windows.clear()
+                    windows = long_windows[last] = make_windows(last, n_max)
+            else:
+                if not has_short or last <= limit_short:
+                    slow(value, ts)  # late, fires at once, or in no window (gap)
+                    continue
+                windows = short_windows.get(last)
+                if windows is None:
+                    if len(short_windows) >= _WINDOW_CACHE_SIZE:
+                        short_windows.clear()
+                    windows = short_windows[last] = make_windows(last, n_max - 1)
+            key = key_of(value)
+            if set_key is not None:
+                set_key(key)
+            try:
+                by_namespace = maps[cache[key]]
+            except (KeyError, TypeError):  # not cached yet (or unhashable: raises)
+                by_namespace = maps[key_group_offset(key)]
+            for window in windows:
+                by_key = by_namespace.get(window)
+                if by_key is None:
+                    new_entry(by_namespace, None, key, window, value)
+                    continue
+                current = by_key.get(key)
+                if current is None:
+                    new_entry(by_namespace, by_key, key, window, value)
+                    continue
+                if kind == 1:  # _AGGREGATE
+                    acc = add(value, current)
+                elif kind == 0:  # _REDUCE
                     acc = reduce(current, value)
                 else:
                     current.append(value)
