@@ -7,10 +7,13 @@ Ordering and bound (how the job copes with the file's order): the flights come f
 month in scheduled-departure order, as a departure board lists them. A flight's event time is
 its actual departure (scheduled + ``dep_delay``), so a delayed flight's record arrives with an
 event time up to ~22 h ahead of the records around it. The watermark trails the largest event
-time seen by :data:`MAX_OUT_OF_ORDERNESS_MS` (12 h) — Flink's bounded-out-of-orderness rule —
+time seen by :data:`MAX_OUT_OF_ORDERNESS_MS` (20 h) — Flink's bounded-out-of-orderness rule —
 and is emitted after every record (a punctuated generator), so which flights are late does not
 depend on timing. A flight is late when its hour's window has already closed: end of hour - 1
-<= watermark when it arrives (allowed lateness 0); on this data about 0.7% of departed flights.
+<= watermark when it arrives (allowed lateness 0). The bound is sized to the data: the
+largest delay is 21 h 41 min, and with 20 h only 59 of 328,521 departed flights are late —
+on-time flights whose hour a flight delayed by more than 20 h had already closed. (A 12 h bound
+closed many hours early: 2,201 late flights and visibly wrong hourly counts.)
 Cancelled flights (no ``dep_delay``) have no departure, hence no event time, and are left out.
 
 Times are the airports' local wall-clock time, written as epoch ms as if UTC; the weather table
@@ -41,7 +44,7 @@ __all__ = [
     "build_hourly",
 ]
 
-MAX_OUT_OF_ORDERNESS_MS = 12 * 3600 * 1000
+MAX_OUT_OF_ORDERNESS_MS = 20 * 3600 * 1000
 HOUR_MS = 3600 * 1000
 END_OF_TIME = (1 << 63) - 1
 LATE_FLIGHTS = OutputTag("late-flights")
