@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import sys
+import threading
 from typing import Any, List, Optional
 
 from rill.operators.base import AbstractStreamOperator
 
 __all__ = ["PrintSinkOperator"]
+
+# Subtasks of one process share sys.stdout, whose TextIOWrapper is not thread-safe: without a
+# lock, two subtasks' batches interleaved in the middle of lines. Flink's System.out is a
+# synchronized PrintStream; this lock plays that part.
+_WRITE_LOCK = threading.Lock()
 
 
 class PrintSinkOperator(AbstractStreamOperator):
@@ -32,10 +38,13 @@ class PrintSinkOperator(AbstractStreamOperator):
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         stream = sys.stderr if self.to_error else sys.stdout
         p = self._prefix
-        stream.write("".join(f"{p}{v}\n" for v in values))
+        text = "".join(f"{p}{v}\n" for v in values)
+        with _WRITE_LOCK:
+            stream.write(text)
 
     def process_watermark(self, watermark) -> None:
         pass
 
     def finish(self) -> None:
-        (sys.stderr if self.to_error else sys.stdout).flush()
+        with _WRITE_LOCK:
+            (sys.stderr if self.to_error else sys.stdout).flush()
