@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import pickle
-from typing import Any, List, Optional
+from typing import Any, List, Optional, Tuple
 
 import cloudpickle
 
@@ -60,8 +60,9 @@ class SimpleOperatorFactory:
     def __init__(self, operator: StreamOperator, chaining_strategy: Optional[ChainingStrategy] = None):
         self.operator = operator
         self.chaining_strategy = chaining_strategy or operator.chaining_strategy
-        self._in_process: Optional[bytes] = None
-        self._shared: List[Any] = []
+        # (pickled bytes, shared plan objects): one tuple, built once and replaced atomically,
+        # because parallel subtasks call create_operator from their task threads at once
+        self._in_process: Optional[Tuple[bytes, List[Any]]] = None
 
     def set_chaining_strategy(self, strategy: ChainingStrategy) -> None:
         self.chaining_strategy = strategy
@@ -83,15 +84,26 @@ class SimpleOperatorFactory:
 
         :raises OperatorSerializationError: naming the operator, when pickling fails.
         """
-        try:
-            if for_shipping:
-                return cloudpickle.dumps(self.operator)
-            if self._in_process is None:
+        if for_shipping:
+            return self._pickle(operator_name, lambda: cloudpickle.dumps(self.operator))
+        return self._in_process_form(operator_name)[0]
+
+    def _in_process_form(self, operator_name: str) -> Tuple[bytes, List[Any]]:
+        form = self._in_process
+        if form is None:
+            def dump() -> Tuple[bytes, List[Any]]:
                 buf = io.BytesIO()
                 shared: List[Any] = []
                 _InProcessPickler(buf, shared).dump(self.operator)
-                self._in_process, self._shared = buf.getvalue(), shared
-            return self._in_process
+                return buf.getvalue(), shared
+
+            form = self._pickle(operator_name, dump)
+            self._in_process = form
+        return form
+
+    def _pickle(self, operator_name: str, dump):
+        try:
+            return dump()
         except Exception as e:  # cloudpickle raises many kinds
             raise OperatorSerializationError(
                 f"The function of operator '{operator_name}' cannot be serialized for "
@@ -101,5 +113,5 @@ class SimpleOperatorFactory:
     def create_operator(self, operator_name: str = "?") -> StreamOperator:
         """A fresh operator for one subtask of this process (deep copy of the prototype,
         sharing only shared plan objects)."""
-        data = self.serialize(operator_name, for_shipping=False)
-        return _InProcessUnpickler(io.BytesIO(data), self._shared).load()
+        data, shared = self._in_process_form(operator_name)
+        return _InProcessUnpickler(io.BytesIO(data), shared).load()
