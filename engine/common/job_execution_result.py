@@ -10,8 +10,9 @@ __all__ = ["JobExecutionResult", "VertexSummary"]
 
 @dataclass(frozen=True)
 class VertexSummary:
-    """Per-vertex figures of a finished job: records in/out summed over subtasks, and the
-    wall time (ms) from the first subtask's start to the last subtask's end."""
+    """Per-vertex figures of a finished job: records in/out summed over subtasks; the longest
+    subtask's duration (ms); busy, idle, back-pressured and CPU time (ms) averaged over the
+    subtasks (see :mod:`rill.runtime.metrics` for what they mean under the GIL)."""
 
     vertex_id: str
     name: str
@@ -22,6 +23,7 @@ class VertexSummary:
     busy_time_ms: float
     idle_time_ms: float
     back_pressured_time_ms: float
+    cpu_time_ms: float = 0.0
 
 
 @dataclass(frozen=True)

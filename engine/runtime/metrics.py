@@ -4,10 +4,17 @@ Counters are plain ints updated once per buffer on the task thread and read from
 (reads of an int are atomic under the GIL; a reader may see a value one buffer old).
 Times are measured in ns and reported in ms per second as Flink does: busy + idle +
 back-pressured = 1000 ms/s.
+
+Rill addition: ``cpuTimeMsPerSecond``, the task thread's own CPU time. Task threads of one
+process share the GIL, so a task that is neither idle nor back-pressured may be waiting for the
+interpreter rather than working; Flink's "busy" (the remainder) includes that wait, and idle
+and back-pressured times include the moment it takes to get the GIL back after a wake-up.
+CPU time is what the task itself consumed: ``busy - cpu`` is roughly its GIL wait.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
@@ -44,6 +51,8 @@ class TaskMetricsSnapshot:
     busy_time_ms_per_second: float
     idle_time_ms_per_second: float
     back_pressured_time_ms_per_second: float
+    cpu_time_ms: float
+    cpu_time_ms_per_second: float
     input_pool_usage: float
     output_pool_usage: float
     source_progress_units: int
@@ -70,6 +79,11 @@ class TaskIOMetrics:
         self.num_bytes_in = 0
         self.start_ns: Optional[int] = None
         self.end_ns: Optional[int] = None
+        self._thread_id: Optional[int] = None
+        self._cpu_clock: Optional[int] = None
+        self._cpu_start_ns = 0
+        self._cpu_end_ns: Optional[int] = None
+        self._cpu_last_ns = 0
         self.idle_ns: Callable[[], int] = lambda: 0
         self.back_pressured_ns: Callable[[], int] = lambda: 0
         self.records_out: Callable[[], int] = lambda: 0
@@ -79,11 +93,33 @@ class TaskIOMetrics:
         self.source_progress: Callable[[], int] = lambda: 0
 
     def mark_start(self) -> None:
+        """Start the clocks; call on the task thread."""
         self.start_ns = time.monotonic_ns()
+        self._thread_id = threading.get_ident()
+        try:
+            self._cpu_clock = time.pthread_getcpuclockid(self._thread_id)
+        except (AttributeError, OSError):  # not on this platform
+            self._cpu_clock = None
+        self._cpu_start_ns = time.thread_time_ns()
 
     def mark_end(self) -> None:
+        """Stop the clocks (idempotent); the CPU clock stops only when called on the task
+        thread."""
         if self.end_ns is None:
             self.end_ns = time.monotonic_ns()
+        if self._cpu_end_ns is None and self._thread_id == threading.get_ident():
+            self._cpu_end_ns = time.thread_time_ns()
+
+    def cpu_ns(self) -> int:
+        """CPU time (ns) the task thread has used since :meth:`mark_start`."""
+        if self._cpu_end_ns is not None:
+            return self._cpu_end_ns - self._cpu_start_ns
+        if self._cpu_clock is not None:
+            try:
+                self._cpu_last_ns = time.clock_gettime_ns(self._cpu_clock) - self._cpu_start_ns
+            except OSError:  # the thread has just ended
+                pass
+        return self._cpu_last_ns
 
     def snapshot(self) -> TaskMetricsSnapshot:
         now = self.end_ns if self.end_ns is not None else time.monotonic_ns()
@@ -108,6 +144,8 @@ class TaskIOMetrics:
             busy_time_ms_per_second=busy * per_s / 1e3 if self.start_ns else 0.0,
             idle_time_ms_per_second=idle * per_s / 1e3 if self.start_ns else 0.0,
             back_pressured_time_ms_per_second=bp * per_s / 1e3 if self.start_ns else 0.0,
+            cpu_time_ms=self.cpu_ns() / 1e6 if self.start_ns else 0.0,
+            cpu_time_ms_per_second=self.cpu_ns() * per_s / 1e3 if self.start_ns else 0.0,
             input_pool_usage=self.input_pool_usage(),
             output_pool_usage=self.output_pool_usage(),
             source_progress_units=self.source_progress(),

@@ -41,7 +41,8 @@ def format_summary(client) -> str:
     """A table: one row per vertex with parallelism, records in/out, duration, busy/idle/
     back-pressured ms per second and backpressure status; then the job status and net runtime."""
     rows = client.get_vertex_summaries()
-    header = f"{'vertex':<48} {'p':>3} {'records in':>12} {'records out':>12} {'time s':>8} {'busy':>6} {'idle':>6} {'bp':>6}  status"
+    header = (f"{'vertex':<48} {'p':>3} {'records in':>12} {'records out':>12} {'time s':>8} "
+              f"{'busy':>6} {'idle':>6} {'bp':>6} {'cpu':>6}  status")
     lines = ["", f"Job '{client.get_job_name()}' ({client.get_job_id()}): {client.get_job_status().name}", header]
     for r in rows:
         dur_s = r.duration_ms / 1000.0
@@ -50,9 +51,12 @@ def format_summary(client) -> str:
         bp = per_s(r.back_pressured_time_ms)
         lines.append(
             f"{name:<48} {r.parallelism:>3} {r.records_in:>12,} {r.records_out:>12,} {dur_s:>8.2f} "
-            f"{per_s(r.busy_time_ms):>6.0f} {per_s(r.idle_time_ms):>6.0f} {bp:>6.0f}  {backpressure_level(bp)}"
+            f"{per_s(r.busy_time_ms):>6.0f} {per_s(r.idle_time_ms):>6.0f} {bp:>6.0f} "
+            f"{per_s(r.cpu_time_ms):>6.0f}  {backpressure_level(bp)}"
         )
-    lines.append("(busy / idle / bp: ms per second, averaged over each subtask's run and the vertex)")
+    lines.append("(busy / idle / bp / cpu: ms per second, averaged over the vertex's subtasks; "
+                 "cpu = the task thread's own CPU time — tasks in one process share the GIL, so "
+                 "busy - cpu is mostly waiting for it)")
     net = client.get_net_runtime_ms()
     if net is not None:
         lines.append(f"Net runtime: {net} ms")

@@ -238,5 +238,6 @@ class JobMaster:
                 busy_time_ms=sum(s.busy_time_ms for s in snaps) / len(snaps),
                 idle_time_ms=sum(s.idle_time_ms for s in snaps) / len(snaps),
                 back_pressured_time_ms=sum(s.back_pressured_time_ms for s in snaps) / len(snaps),
+                cpu_time_ms=sum(s.cpu_time_ms for s in snaps) / len(snaps),
             ))
         return out
