@@ -133,6 +133,38 @@ class StreamExecutionEnvironment:
             )
         return self
 
+    # -- PyFlink settings Rill does not have yet: a clear error instead of AttributeError -----
+    def _not_yet(self, what: str, why: str) -> None:
+        raise NotImplementedError(f"StreamExecutionEnvironment.{what} is not implemented in Rill yet: {why}")
+
+    def enable_checkpointing(self, interval: int, mode: Any = None) -> "StreamExecutionEnvironment":
+        """Not built yet: checkpoints (barriers, Parquet snapshots) come with a later issue.
+
+        :raises NotImplementedError: always.
+        """
+        self._not_yet("enable_checkpointing", "checkpoints and snapshots are not built")
+
+    def get_checkpoint_config(self) -> Any:
+        """:raises NotImplementedError: always (no checkpoints yet)."""
+        self._not_yet("get_checkpoint_config", "checkpoints and snapshots are not built")
+
+    def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
+        """:raises NotImplementedError: always (the heap keyed state backend is the only one)."""
+        self._not_yet("set_state_backend", "the heap keyed state backend is the only one")
+
+    def set_restart_strategy(self, restart_strategy_configuration: Any) -> None:
+        """:raises NotImplementedError: always (a failed job fails; no restarts)."""
+        self._not_yet("set_restart_strategy", "failed jobs are not restarted")
+
+    def add_jars(self, *jars_path: str) -> None:
+        """:raises NotImplementedError: always (Rill runs Python only)."""
+        self._not_yet("add_jars", "Rill runs no JVM code")
+
+    def add_python_file(self, file_path: str) -> None:
+        """:raises NotImplementedError: always (functions ship with cloudpickle; in the
+        embedded mode the job runs in the caller's process, whose modules it sees)."""
+        self._not_yet("add_python_file", "functions ship with cloudpickle, no file shipping")
+
     # -- sources ---------------------------------------------------------------------------
     def _add_operator(self, transformation: Transformation) -> None:
         self._transformations.append(transformation)

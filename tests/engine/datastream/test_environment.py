@@ -260,3 +260,17 @@ def test_uid_pins_the_operator_id_whatever_comes_before():
 def test_no_operators_error(env):
     with pytest.raises(RuntimeError, match="No operators defined in streaming topology"):
         env.execute()
+
+
+@pytest.mark.parametrize("call", [
+    lambda env: env.enable_checkpointing(1000),
+    lambda env: env.get_checkpoint_config(),
+    lambda env: env.set_state_backend(object()),
+    lambda env: env.set_restart_strategy(object()),
+    lambda env: env.add_jars("x.jar"),
+    lambda env: env.add_python_file("x.py"),
+])
+def test_pyflink_settings_not_built_yet_raise_a_clear_error(call):
+    env = StreamExecutionEnvironment.get_execution_environment()
+    with pytest.raises(NotImplementedError, match=r"StreamExecutionEnvironment\.\w+ is not implemented in Rill yet: "):
+        call(env)
