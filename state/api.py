@@ -20,7 +20,7 @@ Implementations live in :mod:`rill.state.heap_states`.
 from __future__ import annotations
 
 import abc
-from typing import Any, Dict, Iterable, Iterator, List, Optional, Tuple
+from typing import Any, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 __all__ = [
     "VoidNamespace",
@@ -152,13 +152,9 @@ class AggregatingState(MergingState):
     __slots__ = ()
 
 
-class MapState(State):
-    """A map of user keys to user values per key and namespace (Flink's ``MapState``).
-
-    ``None`` is a legal user value (as in Flink); ``contains`` tells it from an absent mapping.
-    The iteration methods return lists taken when they are called, so removing mappings while
-    iterating over them is safe.
-    """
+class _ReadableMap(State):
+    """Read access to a map state, shared by :class:`MapState` and the operator state's
+    ``ReadOnlyBroadcastState``. The iteration methods return lists taken when they are called."""
 
     __slots__ = ()
 
@@ -167,32 +163,20 @@ class MapState(State):
         """The value mapped to ``key``, or ``None`` if there is none."""
 
     @abc.abstractmethod
-    def put(self, key: Any, value: Any) -> None:
-        """Map ``key`` to ``value``."""
-
-    @abc.abstractmethod
-    def put_all(self, dict_value: Dict[Any, Any]) -> None:
-        """Add every mapping of ``dict_value``."""
-
-    @abc.abstractmethod
-    def remove(self, key: Any) -> None:
-        """Remove the mapping of ``key`` (no-op if absent)."""
-
-    @abc.abstractmethod
     def contains(self, key: Any) -> bool:
         """Whether ``key`` has a mapping."""
 
     @abc.abstractmethod
     def items(self) -> List[Tuple[Any, Any]]:
-        """The ``(key, value)`` mappings."""
+        """The ``(key, value)`` mappings (a list taken now)."""
 
     @abc.abstractmethod
     def keys(self) -> List[Any]:
-        """The mapped keys."""
+        """The mapped keys (a list taken now)."""
 
     @abc.abstractmethod
     def values(self) -> List[Any]:
-        """The mapped values."""
+        """The mapped values (a list taken now)."""
 
     @abc.abstractmethod
     def is_empty(self) -> bool:
@@ -201,17 +185,47 @@ class MapState(State):
     def __getitem__(self, key: Any) -> Any:
         return self.get(key)
 
+    def __contains__(self, key: Any) -> bool:
+        return self.contains(key)
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.keys())
+
+
+class _WritableMap(_ReadableMap):
+    """Read and write access to a map state, shared by :class:`MapState` and the operator
+    state's ``BroadcastState``."""
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def put(self, key: Any, value: Any) -> None:
+        """Map ``key`` to ``value``."""
+
+    @abc.abstractmethod
+    def put_all(self, dict_value: Mapping[Any, Any]) -> None:
+        """Add every mapping of ``dict_value``."""
+
+    @abc.abstractmethod
+    def remove(self, key: Any) -> None:
+        """Remove the mapping of ``key`` (no-op if absent)."""
+
     def __setitem__(self, key: Any, value: Any) -> None:
         self.put(key, value)
 
     def __delitem__(self, key: Any) -> None:
         self.remove(key)
 
-    def __contains__(self, key: Any) -> bool:
-        return self.contains(key)
 
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.keys())
+class MapState(_WritableMap):
+    """A map of user keys to user values per key and namespace (Flink's ``MapState``).
+
+    ``None`` is a legal user value (as in Flink); ``contains`` tells it from an absent mapping.
+    The iteration methods return lists taken when they are called, so removing mappings while
+    iterating over them is safe.
+    """
+
+    __slots__ = ()
 
 
 class InternalKvState(abc.ABC):

@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import abc
 import enum
-from typing import Any, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from rill.state.api import ListState, State
+from rill.state.api import ListState, State, _ReadableMap, _WritableMap
 from rill.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
 
 __all__ = [
@@ -91,70 +91,24 @@ class OperatorStateStore(abc.ABC):
         """Names of the registered broadcast states."""
 
 
-class ReadOnlyBroadcastState(State):
+class ReadOnlyBroadcastState(_ReadableMap):
     """Read access to a broadcast state (PyFlink's ``ReadOnlyBroadcastState``): what the
-    non-broadcast side of a broadcast operator sees. Do not modify returned values."""
+    non-broadcast side of a broadcast operator sees. Do not modify returned values.
+
+    ``get``, ``contains``, ``items``, ``keys``, ``values``, ``is_empty``, ``[key]``, ``in`` and
+    iteration (over the keys) come from the shared map interface in :mod:`rill.state.api`."""
 
     __slots__ = ()
 
-    @abc.abstractmethod
-    def get(self, key: Any) -> Any:
-        """The value of ``key``, or ``None``."""
 
-    @abc.abstractmethod
-    def contains(self, key: Any) -> bool:
-        """Whether ``key`` has a mapping."""
-
-    @abc.abstractmethod
-    def items(self) -> List[Tuple[Any, Any]]:
-        """The ``(key, value)`` mappings (a list taken now)."""
-
-    @abc.abstractmethod
-    def keys(self) -> List[Any]:
-        """The mapped keys (a list taken now)."""
-
-    @abc.abstractmethod
-    def values(self) -> List[Any]:
-        """The mapped values (a list taken now)."""
-
-    @abc.abstractmethod
-    def is_empty(self) -> bool:
-        """Whether there is no mapping."""
-
-    def __getitem__(self, key: Any) -> Any:
-        return self.get(key)
-
-    def __contains__(self, key: Any) -> bool:
-        return self.contains(key)
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self.keys())
-
-
-class BroadcastState(ReadOnlyBroadcastState):
+class BroadcastState(ReadOnlyBroadcastState, _WritableMap):
     """A map that every subtask of an operator holds identically (PyFlink's ``BroadcastState``).
     The user must guarantee that all subtasks store the same mappings: on restore each new
-    subtask gets the copy of one old subtask."""
+    subtask gets the copy of one old subtask.
+
+    Adds ``put``, ``put_all``, ``remove``, ``[key] = value`` and ``del [key]``."""
 
     __slots__ = ()
-
-    @abc.abstractmethod
-    def put(self, key: Any, value: Any) -> None:
-        """Map ``key`` to ``value``."""
-
-    @abc.abstractmethod
-    def put_all(self, dict_value: Mapping[Any, Any]) -> None:
-        """Add every mapping of ``dict_value``."""
-
-    @abc.abstractmethod
-    def remove(self, key: Any) -> None:
-        """Remove the mapping of ``key`` (no-op if absent)."""
-
-    def __setitem__(self, key: Any, value: Any) -> None:
-        self.put(key, value)
-
-    def __delitem__(self, key: Any) -> None:
-        self.remove(key)
 
 
 # -- implementations ----------------------------------------------------------------------------

@@ -15,7 +15,14 @@ import abc
 import copy as _copy
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["StreamPartitioner", "Split", "bucket_by_channel", "round_robin_split", "resolve_key_selector"]
+__all__ = [
+    "StreamPartitioner",
+    "RoundRobinStreamPartitioner",
+    "Split",
+    "bucket_by_channel",
+    "round_robin_split",
+    "resolve_key_selector",
+]
 
 #: One entry of :meth:`StreamPartitioner.split`: ``(channel, values, timestamps_or_None)``.
 Split = tuple[int, list, Optional[list]]
@@ -89,6 +96,28 @@ class StreamPartitioner(abc.ABC):
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self}, channels={self.number_of_channels})"
+
+
+class RoundRobinStreamPartitioner(StreamPartitioner):
+    """Base of the round-robin partitioners (REBALANCE, RESCALE): a cursor ``_next_channel``
+    (the channel of the last record sent, ``-1`` before the first) that ``split`` continues
+    across batches with :func:`round_robin_split`. Subclasses set the starting cursor in
+    :meth:`setup` and advance it the same way in :meth:`select_channel`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._next_channel = -1
+
+    def split(self, values: list, timestamps: Optional[list] = None) -> list[Split]:
+        n = self._check_setup()
+        length = len(values)
+        if not length:
+            return []
+        first = (self._next_channel + 1) % n
+        self._next_channel = (self._next_channel + length) % n
+        if n == 1:
+            return [(0, values, timestamps)]
+        return round_robin_split(values, timestamps, n, first)
 
 
 def bucket_by_channel(

@@ -155,6 +155,19 @@ class WindowOperatorBuilder:
     def _pass_through_name(self) -> str:
         return (PassThroughAllWindowFunction if self.non_keyed else PassThroughWindowFunction).__name__
 
+    def _optional_window_function(self, fn: Any, call: str) -> Tuple[Any, bool, str]:
+        """``(window function, is_process, name)`` for the optional window function of
+        ``reduce`` / ``aggregate``: the pass-through function when ``fn`` is ``None``."""
+        if fn is None:
+            return self._pass_through(), False, self._pass_through_name()
+        wf, is_process = self._window_function(fn, call)
+        return wf, is_process, function_name(fn)
+
+    @staticmethod
+    def _single_value_internal(wf: Any, is_process: bool) -> Any:
+        """The internal function over the one pre-aggregated value of a window (no evictor)."""
+        return InternalSingleValueProcessWindowFunction(wf) if is_process else InternalSingleValueWindowFunction(wf)
+
     def reduce(self, reduce_function: Any, window_function: Any = None, value_type: Any = None) -> Tuple[WindowOperator, str]:
         """The operator of ``reduce(reduce_function, window_function)`` and its name.
 
@@ -162,15 +175,10 @@ class WindowOperatorBuilder:
         """
         call = f"{self.api}.reduce"
         fn = F.wrap(reduce_function, F.ReduceFunction, call)
-        if window_function is None:
-            wf, is_process, wf_name = self._pass_through(), False, self._pass_through_name()
-        else:
-            wf, is_process = self._window_function(window_function, call)
-            wf_name = function_name(window_function)
+        wf, is_process, wf_name = self._optional_window_function(window_function, call)
         if self.evictor is None:
             descriptor = ReducingStateDescriptor(WINDOW_STATE_NAME, fn, value_type)
-            internal = (InternalSingleValueProcessWindowFunction(wf) if is_process
-                        else InternalSingleValueWindowFunction(wf))
+            internal = self._single_value_internal(wf, is_process)
         else:
             descriptor = ListStateDescriptor(WINDOW_STATE_NAME)
             internal = (InternalIterableProcessWindowFunction(ReduceApplyProcessWindowFunction(fn, wf)) if is_process
@@ -200,15 +208,10 @@ class WindowOperatorBuilder:
                     f"{call}: {self.window_assigner} merges windows, so the AggregateFunction "
                     f"{type(aggregate_function).__name__} must implement merge(acc_a, acc_b)"
                 )
-        if window_function is None:
-            wf, is_process, wf_name = self._pass_through(), False, self._pass_through_name()
-        else:
-            wf, is_process = self._window_function(window_function, call)
-            wf_name = function_name(window_function)
+        wf, is_process, wf_name = self._optional_window_function(window_function, call)
         if self.evictor is None:
             descriptor = AggregatingStateDescriptor(WINDOW_STATE_NAME, aggregate_function, accumulator_type)
-            internal = (InternalSingleValueProcessWindowFunction(wf) if is_process
-                        else InternalSingleValueWindowFunction(wf))
+            internal = self._single_value_internal(wf, is_process)
         else:
             descriptor = ListStateDescriptor(WINDOW_STATE_NAME)
             internal = (

@@ -181,6 +181,13 @@ class _Timer(ScheduledTimer):
     def is_done(self) -> bool:
         return self.state is not _TimerState.PENDING
 
+    def _advance(self, fired_at_ms: int, now_ms: int) -> None:
+        """Move a periodic timer to its next timestamp after firing at ``fired_at_ms``."""
+        if self.fixed_rate:
+            self._timestamp_ms = fired_at_ms + self.period_ms
+        else:
+            self._timestamp_ms = now_ms + self.period_ms
+
     def __repr__(self) -> str:
         kind = "periodic" if self.period_ms else "one-shot"
         return f"ScheduledTimer({kind}, timestamp_ms={self._timestamp_ms}, {self.state.name})"
@@ -238,10 +245,92 @@ class _Status(enum.Enum):
     TERMINATED = "TERMINATED"
 
 
+class _TimerHeapService(ProcessingTimeService):
+    """Timer bookkeeping shared by the services below.
+
+    Holds a heap of ``(timestamp_ms, seq, timer)`` entries and the life-cycle
+    status, both guarded by ``self._lock`` (also the lock of every ``_Timer``).
+    Subclasses decide what happens once a timer is registered
+    (:meth:`_push_locked`, :meth:`_after_register`) and how timers fire.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._heap: list[tuple[int, int, _Timer]] = []
+        self._seq = 0
+        self._status = _Status.RUNNING
+
+    def register_timer(self, timestamp_ms: int, callback: ProcessingTimeCallback) -> ScheduledTimer:
+        timestamp_ms = _check_timestamp(timestamp_ms)
+        return self._register(callback, timestamp_ms, 0, False)
+
+    def schedule_with_fixed_delay(
+        self, callback: ProcessingTimeCallback, initial_delay_ms: int, period_ms: int
+    ) -> ScheduledTimer:
+        initial_delay_ms, period_ms = _check_period(initial_delay_ms, period_ms)
+        first = self.get_current_processing_time() + initial_delay_ms
+        return self._register(callback, first, period_ms, False)
+
+    def schedule_at_fixed_rate(
+        self, callback: ProcessingTimeCallback, initial_delay_ms: int, period_ms: int
+    ) -> ScheduledTimer:
+        initial_delay_ms, period_ms = _check_period(initial_delay_ms, period_ms)
+        first = self.get_current_processing_time() + initial_delay_ms
+        return self._register(callback, first, period_ms, True)
+
+    def is_terminated(self) -> bool:
+        return self._status is _Status.TERMINATED
+
+    def get_number_of_registered_timers(self) -> int:
+        """Timers registered and not cancelled (a periodic timer counts once); thread-safe."""
+        with self._lock:
+            return sum(1 for _, _, t in self._heap if t.state is _TimerState.PENDING)
+
+    def _stop_locked(self, status: _Status) -> None:
+        """Move to QUIESCED (only from RUNNING) or TERMINATED and drop pending timers."""
+        if status is _Status.TERMINATED or self._status is _Status.RUNNING:
+            self._status = status
+        self._heap.clear()
+
+    def _register(
+        self, callback: ProcessingTimeCallback, timestamp_ms: int, period_ms: int, fixed_rate: bool
+    ) -> ScheduledTimer:
+        if not callable(callback):
+            raise TypeError("callback must be callable with the timestamp (ms)")
+        with self._lock:
+            if self._status is _Status.QUIESCED:
+                return _NoOpTimer(timestamp_ms)
+            if self._status is _Status.TERMINATED:
+                raise RuntimeError(self._shut_down_message())
+            timer = _Timer(callback, timestamp_ms, period_ms, fixed_rate, self._lock)
+            self._push_locked(timer)
+        self._after_register(timer)
+        return timer
+
+    def _shut_down_message(self) -> str:
+        return f"{type(self).__name__} is shut down"
+
+    def _push_locked(self, timer: _Timer) -> None:
+        """Push a new or rescheduled timer (``self._lock`` held)."""
+        self._seq += 1
+        heapq.heappush(self._heap, (timer._timestamp_ms, self._seq, timer))
+
+    def _after_register(self, timer: _Timer) -> None:
+        """Called after a registration, with ``self._lock`` released."""
+
+    def _claim_locked(self, timer: _Timer) -> bool:
+        """Whether ``timer`` may fire now (``self._lock`` held); a one-shot one becomes FIRED."""
+        if timer.state is not _TimerState.PENDING or self._status is not _Status.RUNNING:
+            return False
+        if not timer.period_ms:
+            timer.state = _TimerState.FIRED
+        return True
+
+
 # ------------------------------------------------------------------ system service
 
 
-class SystemProcessingTimeService(ProcessingTimeService):
+class SystemProcessingTimeService(_TimerHeapService):
     """Wall-clock timers whose callbacks run as mails on the task thread.
 
     Follows Flink's ``SystemProcessingTimeService`` together with StreamTask's
@@ -277,12 +366,9 @@ class SystemProcessingTimeService(ProcessingTimeService):
     ) -> None:
         if mailbox_executor.priority != priority:
             mailbox_executor = mailbox_executor.with_priority(priority)
+        super().__init__()
         self._executor = mailbox_executor
-        self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
-        self._heap: list[tuple[int, int, _Timer]] = []
-        self._seq = 0
-        self._status = _Status.RUNNING
         self._thread: threading.Thread | None = None
         self._thread_name = f"Time Trigger for {task_name}"
         self._compact_threshold = 64  # heap size that triggers dropping cancelled timers
@@ -292,24 +378,6 @@ class SystemProcessingTimeService(ProcessingTimeService):
     def get_current_processing_time(self) -> int:
         return time.time_ns() // 1_000_000
 
-    def register_timer(self, timestamp_ms: int, callback: ProcessingTimeCallback) -> ScheduledTimer:
-        timestamp_ms = _check_timestamp(timestamp_ms)
-        return self._register(callback, timestamp_ms, 0, False)
-
-    def schedule_with_fixed_delay(
-        self, callback: ProcessingTimeCallback, initial_delay_ms: int, period_ms: int
-    ) -> ScheduledTimer:
-        initial_delay_ms, period_ms = _check_period(initial_delay_ms, period_ms)
-        first = self.get_current_processing_time() + initial_delay_ms
-        return self._register(callback, first, period_ms, False)
-
-    def schedule_at_fixed_rate(
-        self, callback: ProcessingTimeCallback, initial_delay_ms: int, period_ms: int
-    ) -> ScheduledTimer:
-        initial_delay_ms, period_ms = _check_period(initial_delay_ms, period_ms)
-        first = self.get_current_processing_time() + initial_delay_ms
-        return self._register(callback, first, period_ms, True)
-
     def quiesce(self) -> None:
         """Stop firing: pending timers are dropped and queued timer mails do nothing.
 
@@ -317,9 +385,7 @@ class SystemProcessingTimeService(ProcessingTimeService):
         registrations return a no-op timer. Thread-safe, idempotent.
         """
         with self._cond:
-            if self._status is _Status.RUNNING:
-                self._status = _Status.QUIESCED
-            self._heap.clear()
+            self._stop_locked(_Status.QUIESCED)
             self._cond.notify_all()
 
     def shutdown(self) -> None:
@@ -328,43 +394,19 @@ class SystemProcessingTimeService(ProcessingTimeService):
         Registering afterwards raises ``RuntimeError``.
         """
         with self._cond:
-            self._status = _Status.TERMINATED
-            self._heap.clear()
+            self._stop_locked(_Status.TERMINATED)
             self._cond.notify_all()
             thread = self._thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(timeout=5.0)
 
-    def is_terminated(self) -> bool:
-        return self._status is _Status.TERMINATED
-
-    def get_number_of_registered_timers(self) -> int:
-        """Timers waiting in the heap and not cancelled (thread-safe)."""
-        with self._cond:
-            return sum(1 for _, _, t in self._heap if t.state is _TimerState.PENDING)
-
     # --------------------------------------------------------------- internals
 
-    def _register(
-        self, callback: ProcessingTimeCallback, timestamp_ms: int, period_ms: int, fixed_rate: bool
-    ) -> ScheduledTimer:
-        if not callable(callback):
-            raise TypeError("callback must be callable with the timestamp (ms)")
-        with self._cond:
-            if self._status is _Status.QUIESCED:
-                return _NoOpTimer(timestamp_ms)
-            if self._status is _Status.TERMINATED:
-                raise RuntimeError(f"{self._thread_name}: the timer service is shut down")
-            timer = _Timer(callback, timestamp_ms, period_ms, fixed_rate, self._lock)
-            self._push_locked(timer)
-            if self._thread is None:
-                self._thread = threading.Thread(
-                    target=self._run_timer_thread, name=self._thread_name, daemon=True
-                )
-                self._thread.start()
-            return timer
+    def _shut_down_message(self) -> str:
+        return f"{self._thread_name}: the timer service is shut down"
 
     def _push_locked(self, timer: _Timer) -> None:
+        """Push, wake the timer thread on a new earliest deadline; start it on first use."""
         heap = self._heap
         self._seq += 1
         heapq.heappush(heap, (timer._timestamp_ms, self._seq, timer))
@@ -372,6 +414,11 @@ class SystemProcessingTimeService(ProcessingTimeService):
             self._cond.notify_all()  # new earliest deadline: re-arm the wait
         if len(heap) > self._compact_threshold:
             self._compact_locked()
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._run_timer_thread, name=self._thread_name, daemon=True
+            )
+            self._thread.start()
 
     def _compact_locked(self) -> None:
         # Cancelled timers stay in the heap until popped; drop them when the heap
@@ -420,17 +467,12 @@ class SystemProcessingTimeService(ProcessingTimeService):
 
     def _fire_on_task_thread(self, timer: _Timer) -> None:
         with self._lock:
-            if timer.state is not _TimerState.PENDING or self._status is not _Status.RUNNING:
+            if not self._claim_locked(timer):
                 return
-            if not timer.period_ms:
-                timer.state = _TimerState.FIRED
         timestamp_ms = timer._timestamp_ms
         timer.callback(timestamp_ms)
         if timer.period_ms:
-            if timer.fixed_rate:
-                timer._timestamp_ms = timestamp_ms + timer.period_ms
-            else:
-                timer._timestamp_ms = self.get_current_processing_time() + timer.period_ms
+            timer._advance(timestamp_ms, self.get_current_processing_time())
             with self._cond:
                 if timer.state is _TimerState.PENDING and self._status is _Status.RUNNING:
                     self._push_locked(timer)
@@ -442,7 +484,7 @@ class SystemProcessingTimeService(ProcessingTimeService):
 # -------------------------------------------------------------------- test service
 
 
-class TestProcessingTimeService(ProcessingTimeService):
+class TestProcessingTimeService(_TimerHeapService):
     """A manual clock for tests; Flink's ``TestProcessingTimeService``.
 
     The clock starts at ``start_time_ms`` (0) and only moves through
@@ -460,11 +502,8 @@ class TestProcessingTimeService(ProcessingTimeService):
     __test__ = False  # not a pytest test class
 
     def __init__(self, start_time_ms: int = 0) -> None:
+        super().__init__()
         self._current_time_ms = _check_timestamp(start_time_ms)
-        self._lock = threading.Lock()
-        self._heap: list[tuple[int, int, _Timer]] = []
-        self._seq = 0
-        self._status = _Status.RUNNING
         self._firing = False
 
     def get_current_processing_time(self) -> int:
@@ -483,62 +522,22 @@ class TestProcessingTimeService(ProcessingTimeService):
         self._current_time_ms = _check_timestamp(timestamp_ms)
         self._fire_due_timers()
 
-    def register_timer(self, timestamp_ms: int, callback: ProcessingTimeCallback) -> ScheduledTimer:
-        timestamp_ms = _check_timestamp(timestamp_ms)
-        return self._register(callback, timestamp_ms, 0, False)
-
-    def schedule_with_fixed_delay(
-        self, callback: ProcessingTimeCallback, initial_delay_ms: int, period_ms: int
-    ) -> ScheduledTimer:
-        initial_delay_ms, period_ms = _check_period(initial_delay_ms, period_ms)
-        return self._register(callback, self._current_time_ms + initial_delay_ms, period_ms, False)
-
-    def schedule_at_fixed_rate(
-        self, callback: ProcessingTimeCallback, initial_delay_ms: int, period_ms: int
-    ) -> ScheduledTimer:
-        initial_delay_ms, period_ms = _check_period(initial_delay_ms, period_ms)
-        return self._register(callback, self._current_time_ms + initial_delay_ms, period_ms, True)
-
     def quiesce(self) -> None:
         with self._lock:
-            if self._status is _Status.RUNNING:
-                self._status = _Status.QUIESCED
-            self._heap.clear()
+            self._stop_locked(_Status.QUIESCED)
 
     def shutdown(self) -> None:
         with self._lock:
-            self._status = _Status.TERMINATED
-            self._heap.clear()
-
-    def is_terminated(self) -> bool:
-        return self._status is _Status.TERMINATED
+            self._stop_locked(_Status.TERMINATED)
 
     def get_active_timer_timestamps(self) -> list[int]:
         """Sorted timestamps (ms) of the registered, not cancelled timers."""
         with self._lock:
             return sorted(ts for ts, _, t in self._heap if t.state is _TimerState.PENDING)
 
-    def get_number_of_registered_timers(self) -> int:
-        """Number of registered, not cancelled timers (a periodic timer counts once)."""
-        with self._lock:
-            return sum(1 for _, _, t in self._heap if t.state is _TimerState.PENDING)
-
-    def _register(
-        self, callback: ProcessingTimeCallback, timestamp_ms: int, period_ms: int, fixed_rate: bool
-    ) -> ScheduledTimer:
-        if not callable(callback):
-            raise TypeError("callback must be callable with the timestamp (ms)")
-        with self._lock:
-            if self._status is _Status.QUIESCED:
-                return _NoOpTimer(timestamp_ms)
-            if self._status is _Status.TERMINATED:
-                raise RuntimeError("TestProcessingTimeService is shut down")
-            timer = _Timer(callback, timestamp_ms, period_ms, fixed_rate, self._lock)
-            self._seq += 1
-            heapq.heappush(self._heap, (timestamp_ms, self._seq, timer))
-        if timestamp_ms <= self._current_time_ms:
-            self._fire_due_timers()
-        return timer
+    def _after_register(self, timer: _Timer) -> None:
+        if timer._timestamp_ms <= self._current_time_ms:
+            self._fire_due_timers()  # a due timer fires at once, as in Flink
 
     def _fire_due_timers(self) -> None:
         if self._firing:
@@ -555,21 +554,15 @@ class TestProcessingTimeService(ProcessingTimeService):
                     ):
                         return
                     timer = heapq.heappop(heap)[2]
-                    if timer.state is not _TimerState.PENDING:
+                    if not self._claim_locked(timer):
                         continue
-                    if not timer.period_ms:
-                        timer.state = _TimerState.FIRED
                 timestamp_ms = timer._timestamp_ms
                 timer.callback(timestamp_ms)
                 if timer.period_ms:
                     with self._lock:
                         if timer.state is _TimerState.PENDING and self._status is _Status.RUNNING:
-                            if timer.fixed_rate:
-                                timer._timestamp_ms = timestamp_ms + timer.period_ms
-                            else:
-                                timer._timestamp_ms = self._current_time_ms + timer.period_ms
-                            self._seq += 1
-                            heapq.heappush(self._heap, (timer._timestamp_ms, self._seq, timer))
+                            timer._advance(timestamp_ms, self._current_time_ms)
+                            self._push_locked(timer)
         finally:
             self._firing = False
 

@@ -15,44 +15,19 @@ import random
 
 import pytest
 
-from rill.datastream.functions import AggregateFunction
 from rill.operators.output_tag import OutputTag
-from rill.operators.windowing import ProcessWindowFunction, SlidingEventTimeWindows, TimeWindow
+from rill.operators.windowing import SlidingEventTimeWindows, TimeWindow
 from rill.operators.windowing import fast_path
 
-from window_harness_util import R, W, builder, canonical, harness
+from window_harness_util import CountAndSum, Describe, R, W, add_pairs, builder, canonical, harness
 
 INLINE, BRANCH, GENERAL = "inline", "branch", "general"
 KEYS = ["k0", "k1", "k2", "k3", "k4", "k5"]
 
 
-def add_pairs(a, b):
-    return (a[0], a[1] + b[1])
-
-
 def keep_unless_zero(a, b):
     total = a[1] + b[1]
     return None if total == 0 else (a[0], total)
-
-
-class CountAndSum(AggregateFunction):
-    def create_accumulator(self):
-        return (0, 0)
-
-    def add(self, value, acc):
-        return (acc[0] + 1, acc[1] + value[1])
-
-    def get_result(self, acc):
-        return acc
-
-    def merge(self, a, b):
-        return (a[0] + b[0], a[1] + b[1])
-
-
-class Describe(ProcessWindowFunction):
-    def process(self, key, context, elements):
-        w = context.window()
-        yield (key, w.start, w.end, [v[1] for v in elements])
 
 
 FUNCTIONS = {

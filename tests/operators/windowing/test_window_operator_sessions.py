@@ -14,36 +14,11 @@ from rill.operators.windowing import (
     EventTimeSessionWindows,
     MergingWindowSet,
     ProcessingTimeSessionWindows,
-    ProcessWindowFunction,
     TimeWindow,
 )
 from rill.datastream.functions import AggregateFunction
 
-from window_harness_util import R, W, builder, e, harness, p, run_script, w
-
-
-def add_pairs(a, b):
-    return (a[0], a[1] + b[1])
-
-
-class CountAndSum(AggregateFunction):
-    def create_accumulator(self):
-        return (0, 0)
-
-    def add(self, value, acc):
-        return (acc[0] + 1, acc[1] + value[1])
-
-    def get_result(self, acc):
-        return acc
-
-    def merge(self, a, b):
-        return (a[0] + b[0], a[1] + b[1])
-
-
-class Describe(ProcessWindowFunction):
-    def process(self, key, context, elements):
-        win = context.window()
-        yield (key, win.start, win.end, [v[1] for v in elements])
+from window_harness_util import CountAndSum, Describe, R, W, add_pairs, builder, e, harness, p, run_script, w
 
 
 def sessions(gap=10):

@@ -19,38 +19,9 @@ from rill.operators.windowing import (
     TumblingProcessingTimeWindows,
     WindowFunction,
 )
-from rill.datastream.functions import AggregateFunction
 from rill.state.descriptors import ValueStateDescriptor
 
-from window_harness_util import R, W, builder, e, harness, p, run_script, w
-
-
-def add_pairs(a, b):
-    return (a[0], a[1] + b[1])
-
-
-class CountAndSum(AggregateFunction):
-    """(count, sum) of field 1."""
-
-    def create_accumulator(self):
-        return (0, 0)
-
-    def add(self, value, acc):
-        return (acc[0] + 1, acc[1] + value[1])
-
-    def get_result(self, acc):
-        return acc
-
-    def merge(self, a, b):
-        return (a[0] + b[0], a[1] + b[1])
-
-
-class Describe(ProcessWindowFunction):
-    """(key, window start, window end, elements' field 1 in state order)."""
-
-    def process(self, key, context, elements):
-        w = context.window()
-        yield (key, w.start, w.end, [v[1] for v in elements])
+from window_harness_util import CountAndSum, Describe, R, W, add_pairs, builder, e, harness, p, run_script, w
 
 
 class ApplyDescribe(WindowFunction):

@@ -24,36 +24,17 @@ from rill.operators.windowing import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from rill.datastream.functions import AggregateFunction
 from rill.runtime.streamrecord import MAX_TIMESTAMP
 from rill.state.descriptors import ValueStateDescriptor
 
-from window_harness_util import R, W, builder, e, harness, p, run_script, w
+from window_harness_util import CountAndSum, R, W, add_pairs, builder, e, harness, p, run_script, w
 
 END = MAX_TIMESTAMP  # the GlobalWindow's max timestamp: what count windows stamp their outputs with
-
-
-def add_pairs(a, b):
-    return (a[0], a[1] + b[1])
 
 
 class Values(ProcessWindowFunction):
     def process(self, key, context, elements):
         yield (key, [v[1] for v in elements])
-
-
-class CountAndSum(AggregateFunction):
-    def create_accumulator(self):
-        return (0, 0)
-
-    def add(self, value, acc):
-        return (acc[0] + 1, acc[1] + value[1])
-
-    def get_result(self, acc):
-        return acc
-
-    def merge(self, a, b):
-        return (a[0] + b[0], a[1] + b[1])
 
 
 def elements(key, values, ts=None):

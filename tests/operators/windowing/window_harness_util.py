@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
+from rill.datastream.functions import AggregateFunction
 from rill.operators.output_tag import OutputTag
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness
-from rill.operators.windowing import WindowOperatorBuilder
+from rill.operators.windowing import ProcessWindowFunction, WindowOperatorBuilder
 from rill.runtime.streamrecord import StreamRecord, Watermark
 
 R = StreamRecord
@@ -18,6 +19,37 @@ W = Watermark
 
 #: a script step: ("e", value, timestamp) | ("w", watermark) | ("p", processing_time_ms)
 Step = Tuple[Any, ...]
+
+
+# -- window functions on (key, number) records, shared by the window tests ----------------------
+
+def add_pairs(a, b):
+    """Reduce function: ``(key, a + b)`` of field 1."""
+    return (a[0], a[1] + b[1])
+
+
+class CountAndSum(AggregateFunction):
+    """(count, sum) of field 1."""
+
+    def create_accumulator(self):
+        return (0, 0)
+
+    def add(self, value, acc):
+        return (acc[0] + 1, acc[1] + value[1])
+
+    def get_result(self, acc):
+        return acc
+
+    def merge(self, a, b):
+        return (a[0] + b[0], a[1] + b[1])
+
+
+class Describe(ProcessWindowFunction):
+    """(key, window start, window end, elements' field 1 in state order)."""
+
+    def process(self, key, context, elements):
+        win = context.window()
+        yield (key, win.start, win.end, [v[1] for v in elements])
 
 
 def builder(assigner, trigger=None, evictor=None, lateness=None, late_tag=None, non_keyed=False) -> WindowOperatorBuilder:
