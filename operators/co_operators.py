@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional
 
 from rill.datastream.co_functions import CoProcessFunction, KeyedCoProcessFunction
-from rill.datastream.functions import Function
+from rill.operators.simple import with_key_context
 from rill.operators.base import AbstractTwoInputStreamOperator, AbstractUdfStreamOperator, Output
 from rill.operators.process import (
     SimpleTimerService,
@@ -87,22 +87,6 @@ class AbstractUdfTwoInputStreamOperator(AbstractUdfStreamOperator, AbstractTwoIn
             )
 
 
-def _rich_key_context(fn: Callable[[Any], Any], user_function: Any, selector: Any, backend: Any) -> Callable[[Any], Any]:
-    """``fn``, or a wrapper that first sets the backend's current key from ``selector(value)``
-    when there is a selector and a backend and ``user_function`` overrides ``Function.open``."""
-    open_fn = getattr(type(user_function), "open", None)
-    if selector is None or backend is None or open_fn is None or open_fn is Function.open:
-        return fn
-    key_of = getattr(selector, "get_key", selector)
-    set_key = backend.set_current_key
-
-    def keyed(value: Any) -> Any:
-        set_key(key_of(value))
-        return fn(value)
-
-    return keyed
-
-
 def _key_of(selector: Any) -> Callable[[Any], Any]:
     return getattr(selector, "get_key", selector)
 
@@ -120,9 +104,9 @@ class CoStreamMap(AbstractUdfTwoInputStreamOperator):
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)
-        fn, backend = self.user_function, context.keyed_state_backend
-        self._map1 = _rich_key_context(fn.map1, fn, context.key_selector, backend)
-        self._map2 = _rich_key_context(fn.map2, fn, context.key_selector2, backend)
+        fn = self.user_function
+        self._map1 = with_key_context(fn.map1, fn, context, context.key_selector)
+        self._map2 = with_key_context(fn.map2, fn, context, context.key_selector2)
 
     def process_batch1(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         self._map_batch(self._map1, values, timestamps)
@@ -151,9 +135,9 @@ class CoStreamFlatMap(AbstractUdfTwoInputStreamOperator):
 
     def setup(self, context: Any, output: Output) -> None:
         super().setup(context, output)
-        fn, backend = self.user_function, context.keyed_state_backend
-        self._flat_map1 = _rich_key_context(fn.flat_map1, fn, context.key_selector, backend)
-        self._flat_map2 = _rich_key_context(fn.flat_map2, fn, context.key_selector2, backend)
+        fn = self.user_function
+        self._flat_map1 = with_key_context(fn.flat_map1, fn, context, context.key_selector)
+        self._flat_map2 = with_key_context(fn.flat_map2, fn, context, context.key_selector2)
 
     def process_batch1(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         self._flat_map_batch(self._flat_map1, values, timestamps)

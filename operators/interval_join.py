@@ -34,9 +34,9 @@ order, and buckets in insertion order (Flink: the state backend's map order).
 
 from __future__ import annotations
 
-import datetime
 from typing import Any, List, Optional
 
+from rill.common.time import to_milliseconds  # noqa: F401 - re-exported: the join API converts bounds with it
 from rill.datastream.co_functions import ProcessJoinFunction
 from rill.operators.co_operators import AbstractUdfTwoInputStreamOperator
 from rill.operators.output_tag import OutputTag
@@ -46,26 +46,6 @@ from rill.state.descriptors import MapStateDescriptor
 __all__ = ["IntervalJoinOperator", "to_milliseconds"]
 
 
-def to_milliseconds(duration: Any, what: str) -> int:
-    """``duration`` in ms: an ``int`` (ms), a ``datetime.timedelta``, or an object with
-    ``to_milliseconds()`` (PyFlink's ``Time``/``Duration``).
-
-    :raises TypeError: naming ``what``, for anything else (also ``bool`` and ``float``).
-    """
-    if isinstance(duration, int) and not isinstance(duration, bool):
-        return duration
-    to_ms = getattr(duration, "to_milliseconds", None)
-    if callable(to_ms):
-        return int(to_ms())
-    if isinstance(duration, datetime.timedelta):
-        return duration // _ONE_MS
-    raise TypeError(
-        f"{what} must be an int number of milliseconds, a datetime.timedelta or a Time/Duration, "
-        f"got {duration!r} of type {type(duration).__name__}"
-    )
-
-
-_ONE_MS = datetime.timedelta(milliseconds=1)
 
 
 class _JoinContext(ProcessJoinFunction.Context):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from rill.datastream.functions import Function
+from rill.datastream.functions import is_rich
 from rill.operators.base import AbstractUdfStreamOperator
 from rill.state.api import VOID_NAMESPACE
 from rill.state.descriptors import ValueStateDescriptor
@@ -67,8 +67,7 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         # mapping is a pure function of the key, so a stale dict could only miss, never lie);
         # misses go through compute_key_group_offset, which fills it.
         self._key_group_cache = backend.key_group_cache
-        open_fn = getattr(type(self.user_function), "open", None)
-        self._sets_key = open_fn is not None and open_fn is not Function.open
+        self._sets_key = is_rich(self.user_function)
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
         self.process_batch([value], None if timestamp is None else [timestamp])

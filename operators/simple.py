@@ -24,7 +24,7 @@ from __future__ import annotations
 from itertools import chain, compress
 from typing import Any, Callable, List, Optional
 
-from rill.datastream.functions import Function
+from rill.datastream.functions import is_rich
 from rill.operators.base import AbstractUdfStreamOperator, Output
 
 __all__ = ["StreamMap", "StreamFlatMap", "StreamFilter", "with_key_context"]
@@ -32,14 +32,19 @@ __all__ = ["StreamMap", "StreamFlatMap", "StreamFilter", "with_key_context"]
 _from_iterable = chain.from_iterable
 
 
-def with_key_context(fn: Callable[..., Any], user_function: Any, context: Any) -> Callable[..., Any]:
+_CONTEXT_SELECTOR = object()
+
+
+def with_key_context(fn: Callable[..., Any], user_function: Any, context: Any,
+                     selector: Any = _CONTEXT_SELECTOR) -> Callable[..., Any]:
     """``fn`` (a method of ``user_function``), or a wrapper that first sets the backend's
-    current key from ``context.key_selector(value)`` when the operator is on a keyed stream and
-    ``user_function`` is rich (overrides ``Function.open``)."""
-    selector = context.key_selector
+    current key from ``selector(value)`` (default ``context.key_selector``; two-input operators
+    pass ``context.key_selector2`` for their second input) when the operator is on a keyed
+    stream and ``user_function`` is rich (overrides ``Function.open``)."""
+    if selector is _CONTEXT_SELECTOR:
+        selector = context.key_selector
     backend = context.keyed_state_backend
-    open_fn = getattr(type(user_function), "open", None)
-    if selector is None or backend is None or open_fn is None or open_fn is Function.open:
+    if selector is None or backend is None or not is_rich(user_function):
         return fn
     key_of = getattr(selector, "get_key", selector)
     set_key = backend.set_current_key

@@ -213,14 +213,6 @@ class HeapKeyedStateBackend:
         if type(self) is HeapKeyedStateBackend:
             self.__class__ = _ListeningHeapKeyedStateBackend
 
-    def deregister_key_selection_listener(self, listener: Callable[[Any], None]) -> bool:
-        """Remove ``listener``; returns whether it was registered."""
-        try:
-            self._key_selection_listeners.remove(listener)
-        except ValueError:
-            return False
-        return True
-
     def get_current_key(self) -> Any:
         """The current key (``None`` before the first :meth:`set_current_key`)."""
         return self._current_key

@@ -31,8 +31,8 @@ import abc
 import enum
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from rill.state.api import ListState, State, _ReadableMap, _WritableMap
-from rill.state.descriptors import ListStateDescriptor, MapStateDescriptor, StateDescriptor
+from rill.state.api import ListState, _ReadableMap, _WritableMap
+from rill.state.descriptors import ListStateDescriptor, MapStateDescriptor
 
 __all__ = [
     "OperatorStateMode",

@@ -52,10 +52,7 @@ the clock once per snapshot instead of once per entry.
 
 from __future__ import annotations
 
-import datetime
-import enum
-import time
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, Union
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
 
 from rill.state.api import (
     AggregatingState,
@@ -84,7 +81,6 @@ from rill.state.ttl_config import (  # noqa: F401 - re-exported: the TTL API in 
     TtlTimeCharacteristic,
     TtlTimeProvider,
     UpdateType,
-    _check_enum,
     default_ttl_time_provider,
     expired,
 )

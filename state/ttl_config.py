@@ -10,7 +10,7 @@ import enum
 import time
 from typing import Any, Callable, Dict, Optional
 
-from rill.common.time import Time
+from rill.common.time import Time, to_milliseconds
 
 __all__ = [
     "Time",
@@ -70,19 +70,13 @@ def expired(last_access_ms: int, ttl_ms: int, now_ms: int) -> bool:
 def _to_time(ttl: Any) -> Any:
     """``ttl`` (a ``Time``, anything with ``to_milliseconds()``, a ``datetime.timedelta`` or an
     ``int`` of ms) checked positive: Time-like objects as given, the others as a :class:`Time`."""
-    if isinstance(ttl, Time):
-        ms = ttl.to_milliseconds()
-    elif isinstance(ttl, datetime.timedelta):
-        ms = ttl // datetime.timedelta(milliseconds=1)
-    elif type(ttl) is int:
-        ms = ttl
-    elif callable(getattr(ttl, "to_milliseconds", None)):
-        ms = ttl.to_milliseconds()
-    else:
+    try:
+        ms = to_milliseconds(ttl, "TTL")
+    except TypeError:
         raise TypeError(
             f"TTL must be a Time, a datetime.timedelta or an int of milliseconds, got {ttl!r} "
             f"of type {type(ttl).__name__}"
-        )
+        ) from None
     if type(ms) is not int or ms <= 0:
         raise ValueError(f"TTL is expected to be positive, got {ms!r} ms")
     if isinstance(ttl, (datetime.timedelta, int)):

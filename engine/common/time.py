@@ -13,10 +13,13 @@ negative duration with a ``ValueError``).
 
 from __future__ import annotations
 
+import datetime
+
 import functools
 from typing import Any
 
-__all__ = ["Duration", "Time"]
+__all__ = [
+    "to_milliseconds","Duration", "Time"]
 
 _MS_PER_SECOND = 1000
 _MS_PER_MINUTE = 60 * _MS_PER_SECOND
@@ -154,3 +157,31 @@ class Time(_Millis):
 
     def __repr__(self):
         return f"Time.milliseconds({self._ms})"
+
+
+def to_milliseconds(value: Any, what: str) -> int:
+    """``value`` as an ``int`` number of milliseconds.
+
+    Accepts an ``int`` (ms), a ``datetime.timedelta`` (whole ms), or an object with
+    ``to_milliseconds()`` (PyFlink's ``Time`` and ``Duration``).
+
+    :param what: names the parameter in errors, e.g. ``"TumblingEventTimeWindows size"``.
+    :raises TypeError: for anything else (``bool`` and ``float`` included); the message names
+        ``what`` and the value.
+    """
+    if type(value) is int:
+        return value
+    if isinstance(value, datetime.timedelta):
+        return (value.days * 86_400_000) + (value.seconds * 1000) + value.microseconds // 1000
+    to_ms = getattr(value, "to_milliseconds", None)
+    if callable(to_ms):
+        ms = to_ms()
+        if type(ms) is int:
+            return ms
+        raise TypeError(f"{what}: {value!r}.to_milliseconds() returned {ms!r}, not an int")
+    if isinstance(value, int) and not isinstance(value, bool):
+        return int(value)
+    raise TypeError(
+        f"{what} must be an int number of milliseconds, a datetime.timedelta or an object with "
+        f"to_milliseconds(), got {value!r} of type {type(value).__name__}"
+    )

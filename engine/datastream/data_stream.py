@@ -28,6 +28,7 @@ from rill.state.key_groups import DEFAULT_LOWER_BOUND_MAX_PARALLELISM
 
 if TYPE_CHECKING:  # pragma: no cover
     from rill.datastream.stream_execution_environment import StreamExecutionEnvironment
+    from rill.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 __all__ = ["DataStream", "KeyedStream", "DataStreamSink", "CloseableIterator"]
 
@@ -37,29 +38,12 @@ def _ops():
     return ops
 
 
-class DataStream:
-    """A stream of records produced by one transformation."""
+class _OperatorSettings:
+    """Settings of the operator that produced a stream or sink (``name``, ``uid``,
+    ``set_parallelism``...), shared by :class:`DataStream` and :class:`DataStreamSink`; each
+    returns ``self``."""
 
-    def __init__(self, env: "StreamExecutionEnvironment", transformation: Transformation):
-        self._env = env
-        self._transformation = transformation
-
-    # -- introspection --------------------------------------------------------------------
-    def get_execution_environment(self) -> "StreamExecutionEnvironment":
-        return self._env
-
-    def get_transformation(self) -> Transformation:
-        return self._transformation
-
-    def get_name(self) -> str:
-        return self._transformation.name
-
-    def get_type(self):
-        return self._transformation.output_type
-
-    def get_parallelism(self) -> int:
-        t = self._transformation
-        return t.parallelism if t.parallelism > 0 else self._env.get_parallelism()
+    _transformation: Transformation
 
     # -- operator settings ------------------------------------------------------------------
     def _physical(self, what: str) -> PhysicalTransformation:
@@ -129,6 +113,31 @@ class DataStream:
             )
         self._transformation.buffer_timeout_ms = timeout_millis
         return self
+
+
+class DataStream(_OperatorSettings):
+    """A stream of records produced by one transformation."""
+
+    def __init__(self, env: "StreamExecutionEnvironment", transformation: Transformation):
+        self._env = env
+        self._transformation = transformation
+
+    # -- introspection --------------------------------------------------------------------
+    def get_execution_environment(self) -> "StreamExecutionEnvironment":
+        return self._env
+
+    def get_transformation(self) -> Transformation:
+        return self._transformation
+
+    def get_name(self) -> str:
+        return self._transformation.name
+
+    def get_type(self):
+        return self._transformation.output_type
+
+    def get_parallelism(self) -> int:
+        t = self._transformation
+        return t.parallelism if t.parallelism > 0 else self._env.get_parallelism()
 
     # -- transformations -------------------------------------------------------------------
     def _one_input(self, name: str, operator, output_type=None, keyed: Optional["KeyedStream"] = None) -> "DataStream":
@@ -395,7 +404,7 @@ class KeyedStream(DataStream):
         raise TypeError(f"{what} cannot be set on a KeyedStream: apply it to an operator after key_by()")
 
 
-class DataStreamSink:
+class DataStreamSink(_OperatorSettings):
     """The result of a sink call; carries the sink operator's settings."""
 
     def __init__(self, env, transformation: SinkTransformation):
@@ -404,42 +413,6 @@ class DataStreamSink:
 
     def get_transformation(self) -> SinkTransformation:
         return self._transformation
-
-    def name(self, name: str) -> "DataStreamSink":
-        DataStream.name(self, name)  # type: ignore[arg-type]
-        return self
-
-    def uid(self, uid: str) -> "DataStreamSink":
-        self._transformation.set_uid(uid)
-        return self
-
-    def set_uid_hash(self, uid_hash: str) -> "DataStreamSink":
-        self._transformation.set_uid_hash(uid_hash)
-        return self
-
-    def set_parallelism(self, parallelism: int) -> "DataStreamSink":
-        self._transformation.set_parallelism(parallelism)
-        return self
-
-    def set_max_parallelism(self, max_parallelism: int) -> "DataStreamSink":
-        self._transformation.set_max_parallelism(max_parallelism)
-        return self
-
-    def slot_sharing_group(self, slot_sharing_group: str) -> "DataStreamSink":
-        self._transformation.slot_sharing_group = getattr(slot_sharing_group, "name", slot_sharing_group)
-        return self
-
-    def set_description(self, description: str) -> "DataStreamSink":
-        self._transformation.description = description
-        return self
-
-    def start_new_chain(self) -> "DataStreamSink":
-        self._transformation.set_chaining_strategy(ChainingStrategy.HEAD)
-        return self
-
-    def disable_chaining(self) -> "DataStreamSink":
-        self._transformation.set_chaining_strategy(ChainingStrategy.NEVER)
-        return self
 
 
 class CloseableIterator:

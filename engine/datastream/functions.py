@@ -30,6 +30,7 @@ __all__ = [
     "RuntimeContext",
     "TimerService",
     "wrap",
+    "is_rich",
 ]
 
 
@@ -104,6 +105,13 @@ class Function(abc.ABC):
 
     def close(self) -> None:
         pass
+
+
+def is_rich(function: Any) -> bool:
+    """Whether ``function`` overrides ``Function.open`` — only such a function can reach keyed
+    state, so only for it must a keyed operator set the current key before each call."""
+    open_fn = getattr(type(function), "open", None)
+    return open_fn is not None and open_fn is not Function.open
 
 
 class MapFunction(Function):

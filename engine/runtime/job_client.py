@@ -45,10 +45,7 @@ class JobClient:
 
     def wait(self, timeout_s: Optional[float] = None) -> JobStatus:
         """Block until the job has ended (or ``timeout_s`` passed); returns the status."""
-        try:
-            concurrent.futures.wait([self._jm.result_future], timeout=timeout_s)
-        finally:
-            pass
+        concurrent.futures.wait([self._jm.result_future], timeout=timeout_s)
         return self._jm.status
 
     def is_done(self) -> bool:

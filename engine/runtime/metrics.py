@@ -122,12 +122,17 @@ class TaskIOMetrics:
         return self._cpu_last_ns
 
     def snapshot(self) -> TaskMetricsSnapshot:
+        started = self.start_ns is not None
         now = self.end_ns if self.end_ns is not None else time.monotonic_ns()
-        dur_ns = max(1, now - self.start_ns) if self.start_ns is not None else 1
+        dur_ns = max(1, now - self.start_ns) if started else 1
         idle = min(self.idle_ns(), dur_ns)
         bp = min(self.back_pressured_ns(), dur_ns - idle)
         busy = max(0, dur_ns - idle - bp)
-        per_s = 1000.0 / dur_ns * 1e9 / 1e6  # ns share → ms per second
+        cpu = self.cpu_ns() if started else 0
+
+        def per_second(ns: int) -> float:  # share of the task's life, as ms per second
+            return ns * 1000.0 / dur_ns if started else 0.0
+
         return TaskMetricsSnapshot(
             task_name=self.task_name,
             subtask_index=self.subtask_index,
@@ -137,15 +142,15 @@ class TaskIOMetrics:
             num_buffers_out=self.buffers_out(),
             num_bytes_in=self.num_bytes_in,
             num_bytes_out=0,
-            duration_ms=dur_ns / 1e6 if self.start_ns is not None else 0.0,
+            duration_ms=dur_ns / 1e6 if started else 0.0,
             busy_time_ms=busy / 1e6,
             idle_time_ms=idle / 1e6,
             back_pressured_time_ms=bp / 1e6,
-            busy_time_ms_per_second=busy * per_s / 1e3 if self.start_ns else 0.0,
-            idle_time_ms_per_second=idle * per_s / 1e3 if self.start_ns else 0.0,
-            back_pressured_time_ms_per_second=bp * per_s / 1e3 if self.start_ns else 0.0,
-            cpu_time_ms=self.cpu_ns() / 1e6 if self.start_ns else 0.0,
-            cpu_time_ms_per_second=self.cpu_ns() * per_s / 1e3 if self.start_ns else 0.0,
+            busy_time_ms_per_second=per_second(busy),
+            idle_time_ms_per_second=per_second(idle),
+            back_pressured_time_ms_per_second=per_second(bp),
+            cpu_time_ms=cpu / 1e6,
+            cpu_time_ms_per_second=per_second(cpu),
             input_pool_usage=self.input_pool_usage(),
             output_pool_usage=self.output_pool_usage(),
             source_progress_units=self.source_progress(),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import random
-from typing import Any, Optional
+from typing import Optional
 
 from .stream_partitioner import RoundRobinStreamPartitioner
 
@@ -28,11 +28,6 @@ class RebalancePartitioner(RoundRobinStreamPartitioner):
         super().setup(number_of_channels)
         # Flink: nextChannelToSendTo = random.nextInt(n); each selection pre-increments it.
         self._next_channel = random.Random(self._seed).randrange(number_of_channels)
-
-    def select_channel(self, value: Any) -> int:
-        channel = (self._next_channel + 1) % self.number_of_channels
-        self._next_channel = channel
-        return channel
 
     def __str__(self) -> str:
         return "REBALANCE"

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from .stream_partitioner import RoundRobinStreamPartitioner
 
 __all__ = ["RescalePartitioner"]
@@ -18,13 +16,6 @@ class RescalePartitioner(RoundRobinStreamPartitioner):
     def setup(self, number_of_channels: int) -> None:
         super().setup(number_of_channels)
         self._next_channel = -1
-
-    def select_channel(self, value: Any) -> int:
-        channel = self._next_channel + 1
-        if channel >= self.number_of_channels:
-            channel = 0
-        self._next_channel = channel
-        return channel
 
     def is_pointwise(self) -> bool:
         return True

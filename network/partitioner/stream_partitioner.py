@@ -101,12 +101,17 @@ class StreamPartitioner(abc.ABC):
 class RoundRobinStreamPartitioner(StreamPartitioner):
     """Base of the round-robin partitioners (REBALANCE, RESCALE): a cursor ``_next_channel``
     (the channel of the last record sent, ``-1`` before the first) that ``split`` continues
-    across batches with :func:`round_robin_split`. Subclasses set the starting cursor in
-    :meth:`setup` and advance it the same way in :meth:`select_channel`."""
+    across batches with :func:`round_robin_split` and :meth:`select_channel` advances one by
+    one. Subclasses only choose the starting cursor in :meth:`setup`."""
 
     def __init__(self) -> None:
         super().__init__()
         self._next_channel = -1
+
+    def select_channel(self, value: Any) -> int:
+        channel = (self._next_channel + 1) % self.number_of_channels
+        self._next_channel = channel
+        return channel
 
     def split(self, values: list, timestamps: Optional[list] = None) -> list[Split]:
         n = self._check_setup()

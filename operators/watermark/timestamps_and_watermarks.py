@@ -138,7 +138,8 @@ class TimestampsAndWatermarks:
                     )
                 self._output.collect_batch(values, None)
                 return
-            self._emit(values, timestamps, max(timestamps))
+            # the max is only read by a generator's batch handler: no scan for the others
+            self._emit(values, timestamps, max(timestamps) if self._batch_handler is not None else None)
             return
         if timestamps is None:
             new_ts = list(map(extract, values, repeat(None)))
@@ -195,7 +196,7 @@ class TimestampsAndWatermarks:
 
     def _on_periodic_timer(self, _timestamp_ms: int) -> None:
         try:
-            self._generator.on_periodic_emit(self._wm_output)
+            self.emit_periodic_watermark()
         except BaseException as e:
             _attribute(e, self.operator_name)
             raise

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from rill.datastream.functions import Function
+from rill.datastream.functions import is_rich
 from rill.operators.timer_service import InternalTimer
 from rill.operators.windowing.assigners import (
     SlidingEventTimeWindows,
@@ -57,12 +57,6 @@ _FAST_ASSIGNERS = (TumblingEventTimeWindows, SlidingEventTimeWindows, TumblingPr
                    SlidingProcessingTimeWindows)
 
 _REDUCE, _AGGREGATE, _LIST = 0, 1, 2
-
-
-def _is_rich(fn: Any) -> bool:
-    """Whether ``fn`` overrides ``Function.open`` (so it may read keyed state)."""
-    open_fn = getattr(type(fn), "open", None)
-    return open_fn is not None and open_fn is not Function.open
 
 
 class WindowFastPath:
@@ -95,7 +89,7 @@ class WindowFastPath:
             kind = _LIST
         self._fast_kind = kind
         self._state_maps = self._window_state.table.key_group_maps
-        self._sets_key = _is_rich(self._incremental_function)
+        self._sets_key = is_rich(self._incremental_function)
         fn = self.user_function
         #: plain reduce / aggregate: the window's result is the output (buffered per watermark)
         self._pass_through = (kind != _LIST and type(fn) is InternalSingleValueWindowFunction

@@ -11,10 +11,10 @@ the tuple's (computed in C). Rill difference: ``TimeWindow(0, 10) == (0, 10)`` i
 
 from __future__ import annotations
 
-import datetime
 from operator import itemgetter
 from typing import Any, Iterable, List, Tuple
 
+from rill.common.time import to_milliseconds  # noqa: F401 - re-exported for the window modules
 from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
@@ -27,34 +27,6 @@ __all__ = [
     "MAX_TIMESTAMP",
     "MIN_TIMESTAMP",
 ]
-
-
-def to_milliseconds(value: Any, what: str) -> int:
-    """``value`` as an ``int`` number of milliseconds.
-
-    Accepts an ``int`` (ms), a ``datetime.timedelta`` (whole ms), or an object with
-    ``to_milliseconds()`` (PyFlink's ``Time`` and ``Duration``).
-
-    :param what: names the parameter in errors, e.g. ``"TumblingEventTimeWindows size"``.
-    :raises TypeError: for anything else (``bool`` and ``float`` included); the message names
-        ``what`` and the value.
-    """
-    if type(value) is int:
-        return value
-    if isinstance(value, datetime.timedelta):
-        return (value.days * 86_400_000) + (value.seconds * 1000) + value.microseconds // 1000
-    to_ms = getattr(value, "to_milliseconds", None)
-    if callable(to_ms):
-        ms = to_ms()
-        if type(ms) is int:
-            return ms
-        raise TypeError(f"{what}: {value!r}.to_milliseconds() returned {ms!r}, not an int")
-    if isinstance(value, int) and not isinstance(value, bool):
-        return int(value)
-    raise TypeError(
-        f"{what} must be an int number of milliseconds, a datetime.timedelta or an object with "
-        f"to_milliseconds(), got {value!r} of type {type(value).__name__}"
-    )
 
 
 def java_remainder(a: int, b: int) -> int:

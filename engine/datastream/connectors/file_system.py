@@ -13,10 +13,13 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, List, Optional, Sequence
+from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from rill.common.serialization import Encoder
 from rill.datastream.connectors.source import Source, SourceReader, SourceSplit
+
+if TYPE_CHECKING:  # pragma: no cover
+    from rill.operators.file_sink import FileSinkWriter
 
 __all__ = [
     "StreamFormat",

@@ -54,7 +54,6 @@ class JobMaster:
         self.result_future: "concurrent.futures.Future[JobExecutionResult]" = concurrent.futures.Future()
         self.execution_graph = ExecutionGraph(job_graph)
         self.tasks: List[Any] = []
-        self._states: Dict[str, ExecutionState] = {}
         self._first_failure = None
         self._lock = threading.RLock()
         self._on_terminal = on_terminal
@@ -126,7 +125,6 @@ class JobMaster:
             self._create_coordinators()
             tdds = self._tdds()
             for tdd in tdds:
-                self._states[tdd.attempt_id] = ExecutionState.DEPLOYING
                 self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
         except BaseException as e:
             with self._lock:
@@ -142,7 +140,6 @@ class JobMaster:
     # -- state tracking (called from task threads) -------------------------------------------
     def _on_task_state(self, task, state: ExecutionState, failure) -> None:
         with self._lock:
-            self._states[task.tdd.attempt_id] = state
             ev = self.execution_graph.get_job_vertex(task.tdd.vertex.get_id()).get_task_vertices()[task.tdd.subtask_index]
             ev.get_current_execution().state = state
             if state is ExecutionState.FAILED and self._first_failure is None:
@@ -154,7 +151,7 @@ class JobMaster:
                     cancel = []
             else:
                 cancel = []
-            done = all(s.is_terminal() for s in self._states.values()) and len(self._states) == len(self.tasks)
+            done = all(t.execution_state.is_terminal() for t in self.tasks)
         for t in cancel:
             t.cancel_execution()
         if done:
@@ -168,7 +165,7 @@ class JobMaster:
             if self._first_failure is not None:
                 self.status = JobStatus.FAILED
             elif self.status is JobStatus.CANCELLING or any(
-                    s is ExecutionState.CANCELED for s in self._states.values()):
+                    t.execution_state is ExecutionState.CANCELED for t in self.tasks):
                 self.status = JobStatus.CANCELED
             else:
                 self.status = JobStatus.FINISHED

@@ -139,11 +139,9 @@ class TaggedOutput(Output):
     def __init__(self, main: Output, side: Dict[str, Output]):
         self.main = main
         self.side = side
+        # the main path costs no extra call per batch: bound straight to the main output
         self.collect_batch = main.collect_batch  # type: ignore[method-assign]
         self.collect = main.collect  # type: ignore[method-assign]
-
-    def collect_batch(self, values, timestamps=None) -> None:  # pragma: no cover - rebound above
-        self.main.collect_batch(values, timestamps)
 
     def collect_side(self, output_tag, value, timestamp=None) -> None:
         out = self.side.get(output_tag.tag_id)

@@ -12,8 +12,7 @@ task is cancelled.
 
 from __future__ import annotations
 
-import time
-from typing import Any, List, Optional
+from typing import List, Optional
 
 from rill.network.events import EndOfPartitionEvent
 from rill.operators.context import StreamOperatorContext
@@ -23,6 +22,7 @@ from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
 from rill.runtime.streamrecord import Watermark, WatermarkStatus
+from rill.runtime.tasks.keyed_services import create_keyed_services
 from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.runtime.tasks.outputs import attribute_error
 from rill.runtime.tasks.processing_time_service import SystemProcessingTimeService
@@ -75,9 +75,7 @@ class StreamTask:
             records_per_batch=env.records_per_batch,
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
         )
-        from rill.runtime.tasks.keyed_services import create_keyed_services  # noqa: PLC0415
-        create_keyed_services(ctx)
-        return ctx
+        return create_keyed_services(ctx)
 
     # -- life cycle (task thread) ------------------------------------------------------------
     def invoke(self) -> None:

@@ -173,10 +173,6 @@ class AdaptiveSpanningRecordDeserializer:
         """Whether segments of an incomplete payload are held."""
         return bool(self._parts)
 
-    def get_partial_size(self) -> int:
-        """Bytes held for the incomplete payload."""
-        return self._partial_size
-
     def clear(self) -> None:
         """Drop a partially reassembled payload (on release or failure)."""
         self._parts = []

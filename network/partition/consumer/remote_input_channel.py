@@ -268,10 +268,6 @@ class RemoteInputChannel(InputChannel):
         """Whether EndOfPartition was read."""
         return self._finished
 
-    def get_error(self) -> Optional[BaseException]:
-        """The failure, if the channel failed."""
-        return self._error
-
     @property
     def buffer_manager(self) -> BufferManager:
         """The channel's receiving buffers and credit."""
