@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable, List, Optional, Sequence
 
 from rill.common.configuration import ConfigOptions, Configuration, load_configuration
@@ -260,7 +259,7 @@ class StreamExecutionEnvironment:
     def get_execution_plan(self) -> str:
         """Flink's JSON execution plan of the StreamGraph (paste into the Flink plan
         visualizer)."""
-        return json.dumps(self.get_stream_graph().get_stream_graph_as_json(), indent=2)
+        return self.get_stream_graph().get_streaming_plan_as_json()
 
     def get_transformations(self) -> List[Transformation]:
         return list(self._transformations)

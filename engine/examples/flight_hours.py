@@ -36,7 +36,7 @@ from rill.datastream.functions import KeyedCoProcessFunction
 from rill.datastream.state import ValueStateDescriptor
 from rill.datastream.window import ProcessWindowFunction, TumblingEventTimeWindows
 from rill.examples.flight_source import ScheduledFlightsSource, parse_departure
-from rill.runtime.streamrecord import Watermark
+from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 
 __all__ = [
     "MAX_OUT_OF_ORDERNESS_MS",
@@ -48,7 +48,6 @@ __all__ = [
 
 MAX_OUT_OF_ORDERNESS_MS = 20 * 3600 * 1000
 HOUR_MS = 3600 * 1000
-END_OF_TIME = (1 << 63) - 1
 LATE_FLIGHTS = OutputTag("late-flights")
 
 # (origin, local hour start ms, UTC observation ms, temp °F, wind speed mph, precipitation in,
@@ -70,8 +69,8 @@ class HourAlignedBoundedOutOfOrderness:
 
     def __init__(self, bound_ms: int):
         self.bound_ms = bound_ms
-        self.max_timestamp = -(1 << 63) + bound_ms + 1
-        self.last_emitted = -(1 << 63)
+        self.max_timestamp = MIN_TIMESTAMP + bound_ms + 1
+        self.last_emitted = MIN_TIMESTAMP
 
     def on_event(self, event, event_timestamp: int, output) -> None:
         if event_timestamp > self.max_timestamp:
@@ -144,7 +143,7 @@ class JoinWeather(KeyedCoProcessFunction):
             self.weather.clear()
         else:
             self.hour.update(value)
-            ctx.timer_service().register_event_time_timer(END_OF_TIME)
+            ctx.timer_service().register_event_time_timer(MAX_TIMESTAMP)
 
     def process_element2(self, value, ctx) -> Iterable:
         h = self.hour.value()
@@ -154,7 +153,7 @@ class JoinWeather(KeyedCoProcessFunction):
         else:
             w = self.weather.value()
             if w is None:
-                ctx.timer_service().register_event_time_timer(END_OF_TIME)
+                ctx.timer_service().register_event_time_timer(MAX_TIMESTAMP)
             if w is None or value[2] < w[2]:
                 self.weather.update(value)
 
@@ -182,7 +181,9 @@ def late_to_csv(d) -> str:
     return f"{origin},{carrier},{flight},{when},{delay}"
 
 
-def _sink(path: str, prefix: str) -> FileSink:
+def csv_sink(path: str, prefix: str) -> FileSink:
+    """A FileSink writing one line per record into ``<prefix>-*.csv`` part files directly under
+    ``path``."""
     return (FileSink.for_row_format(path, Encoder.simple_string_encoder())
             .with_output_file_config(OutputFileConfig.builder().with_part_prefix(prefix).with_part_suffix(".csv").build())
             .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
@@ -209,5 +210,5 @@ def build_hourly(env: StreamExecutionEnvironment, flights_path: str, weather_pat
     joined = (hourly.key_by(lambda h: (h[0], h[1]))
               .connect(weather.key_by(lambda w: (w[0], w[1])))
               .process(JoinWeather()).name("Join Weather"))
-    joined.map(hour_to_csv).name("Hour To CSV").sink_to(_sink(f"{output_path}/hourly", "hourly"))
-    hourly.get_side_output(LATE_FLIGHTS).map(late_to_csv).name("Late To CSV").sink_to(_sink(f"{output_path}/late", "late"))
+    joined.map(hour_to_csv).name("Hour To CSV").sink_to(csv_sink(f"{output_path}/hourly", "hourly"))
+    hourly.get_side_output(LATE_FLIGHTS).map(late_to_csv).name("Late To CSV").sink_to(csv_sink(f"{output_path}/late", "late"))

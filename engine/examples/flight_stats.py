@@ -28,16 +28,14 @@ from __future__ import annotations
 import argparse
 from typing import Iterable, Optional, Tuple
 
-from rill.common import Encoder
 from rill.datastream import KeyedProcessFunction, RuntimeContext, StreamExecutionEnvironment
-from rill.datastream.connectors import BucketAssigner, FileSink, OutputFileConfig
 from rill.datastream.state import ValueStateDescriptor
 from rill.examples.data import flights_csv, weather_csv
-from rill.examples.flight_hours import build_hourly
+from rill.runtime.streamrecord import MAX_TIMESTAMP
+from rill.examples.flight_hours import build_hourly, csv_sink
 
 __all__ = ["Flight", "parse_flight", "FlightStats", "build_job", "main"]
 
-MAX_TIMESTAMP = (1 << 63) - 1
 
 # (carrier, origin, dest, dep_delay or None)
 Flight = Tuple[str, str, str, Optional[int]]
@@ -94,11 +92,7 @@ def build_job(env: StreamExecutionEnvironment, input_path: str, output_path: str
                .map(parse_flight).name("Parse Flight"))
     by_carrier = flights.key_by(lambda f: f[0]).process(FlightStats("carrier")).name("Carrier Stats")
     by_route = flights.key_by(lambda f: f"{f[1]}-{f[2]}").process(FlightStats("route")).name("Route Stats")
-    sink = (FileSink.for_row_format(output_path, Encoder.simple_string_encoder())
-            .with_output_file_config(OutputFileConfig.builder().with_part_prefix("stats").with_part_suffix(".csv").build())
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
-            .build())
-    by_carrier.union(by_route).map(to_csv).name("To CSV").sink_to(sink)
+    by_carrier.union(by_route).map(to_csv).name("To CSV").sink_to(csv_sink(output_path, "stats"))
 
 
 def main(argv=None) -> None:

@@ -161,7 +161,7 @@ class IntermediateResultPartition:
         return len(self.consumers)
 
     def get_number_of_subpartitions(self) -> int:
-        return len(self.consumers)
+        return self.number_of_subpartitions
 
     def get_producer(self) -> "ExecutionVertex":
         return self.producer

@@ -67,7 +67,7 @@ def render_plan(
     lines.append(f"== StreamGraph '{stream_graph.job_name}' ({len(nodes)} nodes, chaining "
                  f"{'enabled' if stream_graph.chaining_enabled else 'disabled'}; partition and "
                  f"side-output transformations are edges, so node ids may skip) ==")
-    for n in stream_graph.get_stream_nodes():
+    for n in nodes:
         kind = "source" if n.is_source else ("sink" if n.is_sink else "operator")
         strategy = n.get_chaining_strategy()
         details = [f"parallelism={n.parallelism}"]

