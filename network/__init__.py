@@ -4,7 +4,8 @@
 Layout, as Flink's packages:
 
 * :mod:`rill.network.buffer` -- ``Buffer`` (a batch of records), ``LocalBufferPool``
-  (bounds buffers in flight; where backpressure blocks and is measured);
+  (bounds buffers in flight; where backpressure blocks and is measured), ``NetworkBufferPool``
+  (the process's budget of segments every pool and gate takes its buffers from);
 * :mod:`rill.network.events` -- in-band events (EndOfPartition, EndOfData, CheckpointBarrier;
   watermarks travel the same way);
 * :mod:`rill.network.partition` -- producing side: ``ResultPartition``, its
@@ -42,7 +43,11 @@ from .buffer import (
     BufferPoolDestroyedError,
     BufferPoolStatistics,
     BufferRecycler,
+    InsufficientNetworkBuffersError,
     LocalBufferPool,
+    NetworkBufferPool,
+    NetworkBufferPoolStatistics,
+    SegmentLease,
 )
 from .credit import BufferKind, CreditInvariantError, CreditLedger, SenderCredit
 from .events import (
@@ -110,6 +115,10 @@ __all__ = [
     "LocalBufferPool",
     "BufferPoolStatistics",
     "BufferPoolDestroyedError",
+    "NetworkBufferPool",
+    "NetworkBufferPoolStatistics",
+    "SegmentLease",
+    "InsufficientNetworkBuffersError",
     # events
     "RuntimeEvent",
     "EndOfPartitionEvent",

@@ -10,6 +10,15 @@ process share the GIL, so a task that is neither idle nor back-pressured may be 
 interpreter rather than working; Flink's "busy" (the remainder) includes that wait, and idle
 and back-pressured times include the moment it takes to get the GIL back after a wake-up.
 CPU time is what the task itself consumed: ``busy - cpu`` is roughly its GIL wait.
+
+Network metrics (read from the task's network components, see
+``rill.runtime.taskmanager.network_environment``): ``numBytesIn`` is the payload bytes its
+remote input channels received, ``numBytesOut`` the payload bytes the network server sent from
+its partitions to remote consumers; a local exchange counts 0 bytes (Rill hands buffers of
+records to a consumer in the same process without serializing them, where Flink serializes
+every buffer). ``numBuffersIn`` counts buffers polled from the gates, local and remote.
+``inPoolUsage`` is the share of the remote channels' receiving buffers in use (0 with local
+channels only, which have none); ``outPoolUsage`` the fullest output partition's pool usage.
 """
 
 from __future__ import annotations
@@ -19,7 +28,22 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
-__all__ = ["TaskIOMetrics", "TaskMetricsSnapshot", "backpressure_level"]
+__all__ = ["TaskIOMetrics", "TaskMetricsSnapshot", "backpressure_level", "FLINK_METRIC_NAMES"]
+
+#: Snapshot field -> Flink's metric name (task scope).
+FLINK_METRIC_NAMES: Dict[str, str] = {
+    "num_records_in": "numRecordsIn",
+    "num_records_out": "numRecordsOut",
+    "num_buffers_in": "numBuffersIn",
+    "num_buffers_out": "numBuffersOut",
+    "num_bytes_in": "numBytesIn",
+    "num_bytes_out": "numBytesOut",
+    "busy_time_ms_per_second": "busyTimeMsPerSecond",
+    "idle_time_ms_per_second": "idleTimeMsPerSecond",
+    "back_pressured_time_ms_per_second": "backPressuredTimeMsPerSecond",
+    "input_pool_usage": "inPoolUsage",
+    "output_pool_usage": "outPoolUsage",
+}
 
 
 def backpressure_level(back_pressured_ms_per_s: float) -> str:
@@ -34,7 +58,12 @@ def backpressure_level(back_pressured_ms_per_s: float) -> str:
 
 @dataclass(frozen=True)
 class TaskMetricsSnapshot:
-    """One reading of a task's metrics. Times in ms; ``*_per_second`` over the task's life."""
+    """One reading of a task's metrics. Times in ms; ``*_per_second`` over the task's life.
+
+    ``num_bytes_in``/``num_bytes_out`` are payload bytes of remote exchanges (0 for local ones);
+    ``input_pool_usage``/``output_pool_usage`` are fractions in [0, 1]. Flink's names:
+    :data:`FLINK_METRIC_NAMES`, :meth:`as_flink_dict`.
+    """
 
     task_name: str
     subtask_index: int
@@ -66,10 +95,22 @@ class TaskMetricsSnapshot:
         d["backpressure_status"] = self.backpressure_status
         return d
 
+    def as_flink_dict(self) -> Dict[str, object]:
+        """The metrics that have a Flink name, by that name (``numBytesIn``, ``inPoolUsage``...)."""
+        return {flink: getattr(self, field) for field, flink in FLINK_METRIC_NAMES.items()}
+
 
 class TaskIOMetrics:
-    """Counters of one task; the gauges (idle ns, back-pressured ns, pool usage) are read from
-    the components that measure them through callables set by the task."""
+    """Counters of one task; the gauges (idle ns, back-pressured ns, pool usage, bytes in and
+    out) are read from the components that measure them through callables set by the task.
+
+    :ivar num_bytes_in: bytes counted directly (added to ``bytes_in()`` in a snapshot).
+    :ivar bytes_in: ``() -> int``, payload bytes received by remote input channels.
+    :ivar bytes_out: ``() -> int``, payload bytes sent from the task's partitions to remote
+        consumers.
+    :ivar input_pool_usage: ``() -> float`` in [0, 1], Flink's ``inPoolUsage``.
+    :ivar output_pool_usage: ``() -> float`` in [0, 1], Flink's ``outPoolUsage``.
+    """
 
     def __init__(self, task_name: str, subtask_index: int):
         self.task_name = task_name
@@ -88,6 +129,8 @@ class TaskIOMetrics:
         self.back_pressured_ns: Callable[[], int] = lambda: 0
         self.records_out: Callable[[], int] = lambda: 0
         self.buffers_out: Callable[[], int] = lambda: 0
+        self.bytes_in: Callable[[], int] = lambda: 0
+        self.bytes_out: Callable[[], int] = lambda: 0
         self.input_pool_usage: Callable[[], float] = lambda: 0.0
         self.output_pool_usage: Callable[[], float] = lambda: 0.0
         self.source_progress: Callable[[], int] = lambda: 0
@@ -140,8 +183,8 @@ class TaskIOMetrics:
             num_records_out=self.records_out(),
             num_buffers_in=self.num_buffers_in,
             num_buffers_out=self.buffers_out(),
-            num_bytes_in=self.num_bytes_in,
-            num_bytes_out=0,
+            num_bytes_in=self.num_bytes_in + self.bytes_in(),
+            num_bytes_out=self.bytes_out(),
             duration_ms=dur_ns / 1e6 if started else 0.0,
             busy_time_ms=busy / 1e6,
             idle_time_ms=idle / 1e6,

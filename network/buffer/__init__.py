@@ -2,6 +2,12 @@
 
 from .buffer import Buffer, BufferRecycler
 from .buffer_pool import BufferPoolDestroyedError, BufferPoolStatistics, LocalBufferPool
+from .network_buffer_pool import (
+    InsufficientNetworkBuffersError,
+    NetworkBufferPool,
+    NetworkBufferPoolStatistics,
+    SegmentLease,
+)
 
 __all__ = [
     "Buffer",
@@ -9,4 +15,8 @@ __all__ = [
     "LocalBufferPool",
     "BufferPoolStatistics",
     "BufferPoolDestroyedError",
+    "NetworkBufferPool",
+    "NetworkBufferPoolStatistics",
+    "SegmentLease",
+    "InsufficientNetworkBuffersError",
 ]

@@ -9,9 +9,11 @@ behind, every slot sits in a subpartition queue or in the consumer's hands, the 
 :attr:`LocalBufferPool.back_pressured_time_ns` (Flink's ``backPressuredTimeMsPerSecond`` is the
 rate of that counter).
 
-Differences from Flink: there is no global ``NetworkBufferPool`` of memory segments behind the
-pool (in-process buffers hold Python lists, see :mod:`rill.network.buffer.buffer`), so a slot is
-only a count and buffer objects are created fresh; the pool size is fixed (no redistribution).
+Differences from Flink: a slot is only a count and buffer objects are created fresh (in-process
+buffers hold Python lists, see :mod:`rill.network.buffer.buffer`); the pool size is fixed (no
+redistribution). A pool carved from the process's
+:class:`~rill.network.buffer.network_buffer_pool.NetworkBufferPool` holds one segment of that
+budget per slot and gives the segments back through its ``segment_recycler`` when destroyed.
 
 Thread-safety: every method may be called from any thread. One lock per pool, taken once per
 buffer request and once per recycle, never per record.
@@ -64,16 +66,23 @@ class LocalBufferPool(BufferRecycler):
 
     :param num_buffers: the number of buffers that may be in flight at once (>= 1).
     :param name: a name for statistics and error messages, e.g. ``"Map (2/4) output"``.
+    :param segment_recycler: where the pool's memory segments go back, called with a number
+        of segments (outside the pool's lock): on :meth:`destroy` with the free slots, then
+        with 1 for each buffer recycled after it. ``None`` (the default) for a pool that is not
+        carved from a :class:`~rill.network.buffer.network_buffer_pool.NetworkBufferPool`.
     :raises ValueError: if ``num_buffers < 1``.
 
     Life cycle: created with the ResultPartition it serves, :meth:`destroy` ed when the task ends
-    or is cancelled. Buffers recycled after ``destroy`` are accepted and counted back.
+    or is cancelled. Buffers recycled after ``destroy`` are accepted and counted back (and their
+    segments returned to the ``segment_recycler``).
     """
 
-    def __init__(self, num_buffers: int, name: str = "LocalBufferPool") -> None:
+    def __init__(self, num_buffers: int, name: str = "LocalBufferPool", *,
+                 segment_recycler: Optional[Callable[[int], None]] = None) -> None:
         if not isinstance(num_buffers, int) or isinstance(num_buffers, bool) or num_buffers < 1:
             raise ValueError(f"A buffer pool needs at least 1 buffer, got num_buffers={num_buffers!r}")
         self._name = name
+        self._segment_recycler = segment_recycler
         self._total = num_buffers
         self._used = 0
         self._peak = 0
@@ -168,6 +177,9 @@ class LocalBufferPool(BufferRecycler):
             if was_exhausted and self._availability_listeners:
                 listeners = self._availability_listeners
                 self._availability_listeners = []
+            segment_back = self._destroyed and self._segment_recycler is not None
+        if segment_back:
+            self._segment_recycler(1)  # type: ignore[misc]
         for listener in listeners:
             listener()
 
@@ -198,13 +210,20 @@ class LocalBufferPool(BufferRecycler):
     def destroy(self) -> None:
         """Destroy the pool: every blocked and every later request raises
         :class:`BufferPoolDestroyedError`; pending availability listeners fire once so suspended
-        tasks wake up. Idempotent. Buffers still in flight may be recycled afterwards."""
+        tasks wake up. Idempotent. Buffers still in flight may be recycled afterwards.
+
+        With a ``segment_recycler``, the free slots' segments go back at once and each buffer
+        in flight gives its segment back when recycled, so once every buffer is recycled the
+        whole pool has been returned."""
         with self._cond:
             if self._destroyed:
                 return
             self._destroyed = True
             self._cond.notify_all()
             listeners, self._availability_listeners = self._availability_listeners, []
+            free_segments = self._total - self._used
+        if free_segments and self._segment_recycler is not None:
+            self._segment_recycler(free_segments)
         for listener in listeners:
             listener()
 

@@ -182,13 +182,16 @@ class PartitionRequestClient(FrameConnection):
         kind = frame[0]
         if self._state is _READY:
             if kind == messages.BUFFER_RESPONSE:
-                receiver_id, sequence, backlog, flags, payload = messages.decode_buffer_response(frame)
+                receiver_id, sequence, backlog, flags = messages.decode_buffer_response_header(frame)
                 channel = self._channels.get(receiver_id)
                 if channel is None:
                     return True  # released meanwhile: drop (its credit died with it)
                 if not flags & messages.FLAG_EVENT:
                     self.buffers_received += 1
-                if channel._on_buffer_response(sequence, backlog, flags, payload):
+                # a view into the read buffer, valid during the call only: the channel copies it
+                with frame[messages.BUFFER_RESPONSE_PAYLOAD_OFFSET:] as payload:
+                    taken = channel._on_buffer_response(sequence, backlog, flags, payload)
+                if taken:
                     return True
                 self.buffers_received -= 1  # not taken yet: counted again when re-dispatched
                 self._blocked_by = channel

@@ -5,7 +5,10 @@ channel pipeline that frames bytes: ``NettyMessageEncoder`` / ``LengthFieldBased
 (:mod:`~rill.network.netty.messages`) and hands each to :meth:`FrameConnection._handle_frame` of
 its subclass (client or server); writes are queued as chunks (a frame's header and its payload
 are separate chunks: payloads are never copied to be sent) and flushed with one ``sendmsg`` per
-batch at the end of the loop iteration. Reading can be paused (flow control off: a channel
+batch at the end of the loop iteration. Reads go with ``recv_into`` straight into the
+connection's read buffer (no intermediate ``bytes``), which is compacted -- only the bytes of
+an incomplete frame move -- or grown when the next read would not fit; frames are handed out
+as views into it. Reading can be paused (flow control off: a channel
 without a free buffer stops the whole connection) and resumed; frames already read stay queued
 in the connection meanwhile.
 
@@ -32,6 +35,9 @@ __all__ = ["FrameConnection", "ConnectionStatistics"]
 
 #: The largest frame accepted before the peer is authenticated (the handshake's frames).
 HANDSHAKE_MAX_FRAME_BYTES = 128
+#: A read buffer grown beyond this many receive chunks (for a frame that large) is dropped once
+#: it is empty again; the next read allocates the usual two chunks.
+_READ_BUFFER_SHRINK_CHUNKS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,7 +107,11 @@ class FrameConnection:
         self.remote_address = tuple(remote_address)
         self.local_address: Optional[tuple] = None
         self._sock: Optional[socket.socket] = None
-        self._inbuf = bytearray()
+        # The read buffer: unconsumed bytes are _rbuf[_rstart:_rend] (allocated at first read).
+        self._rbuf = bytearray()
+        self._rview = memoryview(self._rbuf)
+        self._rstart = 0
+        self._rend = 0
         self._out: deque = deque()
         self._out_bytes = 0
         self._read_paused = False
@@ -173,49 +183,83 @@ class FrameConnection:
         """The socket is readable: read a chunk and process the complete frames in it."""
         if self._read_paused or self._closed:
             return
+        chunk = self._config.receive_chunk_bytes
+        end = self._rend
+        if len(self._rbuf) - end < chunk:
+            self._make_room(chunk)
+            end = self._rend
         try:
-            data = self._sock.recv(self._config.receive_chunk_bytes)  # type: ignore[union-attr]
+            received = self._sock.recv_into(self._rview[end:end + chunk])  # type: ignore[union-attr]
         except (BlockingIOError, InterruptedError):
             return
         except OSError as error:
             self.close(ConnectionResetError(f"reading from {_fmt(self.remote_address)} failed: {error}"))
             return
-        if not data:
+        if not received:
             self._on_eof()
             return
-        self.bytes_received += len(data)
-        self._inbuf += data
+        self.bytes_received += received
+        self._rend = end + received
         self._process_frames()
 
+    def _make_room(self, chunk: int) -> None:
+        """Make ``chunk`` bytes of room after the unconsumed bytes: move them to the front if
+        that suffices (they are at most an incomplete frame and the frames behind it), else
+        move them into a larger buffer."""
+        start, end = self._rstart, self._rend
+        pending = end - start
+        if pending + chunk <= len(self._rbuf):
+            if start:
+                self._rview[:pending] = self._rview[start:end]  # memmove; no resize, no temporary
+        else:
+            grown = bytearray(max(2 * len(self._rbuf), pending + chunk, 2 * chunk))
+            view = memoryview(grown)
+            view[:pending] = self._rview[start:end]
+            self._rview.release()
+            self._rbuf = grown
+            self._rview = view
+        self._rstart = 0
+        self._rend = pending
+
+    def _pending_bytes(self) -> int:
+        return self._rend - self._rstart
+
     def _process_frames(self) -> None:
-        buf = self._inbuf
-        total = len(buf)
-        pos = 0
+        buf = self._rbuf
+        view = self._rview
+        pos = self._rstart
+        total = self._rend
         unpack = LENGTH.unpack_from
         try:
-            with memoryview(buf) as view:
-                while total - pos >= 4 and not self._closed and not self._read_paused:
-                    (length,) = unpack(buf, pos)
-                    if length == 0 or length > self._max_frame:
-                        raise CorruptFrameError(
-                            f"frame length {length} from {_fmt(self.remote_address)} is outside "
-                            f"[1, {self._max_frame}] (corrupt stream, or not a Rill peer)"
-                        )
-                    end = pos + 4 + length
-                    if end > total:
-                        break
-                    frame = view[pos + 4:end]
-                    try:
-                        consumed = self._handle_frame(frame)
-                    finally:
-                        frame.release()
-                    if not consumed:
-                        break
-                    pos = end
-                    self.frames_received += 1
+            while total - pos >= 4 and not self._closed and not self._read_paused:
+                (length,) = unpack(buf, pos)
+                if length == 0 or length > self._max_frame:
+                    raise CorruptFrameError(
+                        f"frame length {length} from {_fmt(self.remote_address)} is outside "
+                        f"[1, {self._max_frame}] (corrupt stream, or not a Rill peer)"
+                    )
+                end = pos + 4 + length
+                if end > total:
+                    break
+                frame = view[pos + 4:end]
+                try:
+                    consumed = self._handle_frame(frame)
+                finally:
+                    frame.release()
+                if not consumed:
+                    break
+                pos = end
+                self.frames_received += 1
         finally:
-            if pos and not self._closed:
-                del buf[:pos]
+            if not self._closed and buf is self._rbuf:
+                if pos == self._rend:
+                    self._rstart = self._rend = 0  # all consumed: the next read starts at 0
+                    if len(buf) > _READ_BUFFER_SHRINK_CHUNKS * self._config.receive_chunk_bytes:
+                        self._rview.release()  # a huge frame passed: do not keep its memory
+                        self._rbuf = bytearray()
+                        self._rview = memoryview(self._rbuf)
+                else:
+                    self._rstart = pos
 
     def _handle_frame(self, frame: memoryview) -> bool:
         """Process one frame (``frame`` starts at the type byte and is only valid during the
@@ -224,11 +268,12 @@ class FrameConnection:
         raise NotImplementedError
 
     def _on_eof(self) -> None:
-        if self._inbuf:
-            expected = LENGTH.unpack_from(self._inbuf, 0)[0] + 4 if len(self._inbuf) >= 4 else 4
+        pending = self._pending_bytes()
+        if pending:
+            expected = LENGTH.unpack_from(self._rbuf, self._rstart)[0] + 4 if pending >= 4 else 4
             self.close(ConnectionResetError(
                 f"connection closed by {_fmt(self.remote_address)} in the middle of a frame "
-                f"(truncated frame: {len(self._inbuf)} of {expected} bytes received)"
+                f"(truncated frame: {pending} of {expected} bytes received)"
             ))
         else:
             self.close(ConnectionResetError(f"connection closed by {_fmt(self.remote_address)}"))
@@ -328,7 +373,9 @@ class FrameConnection:
         self._io.detach(self)
         self._out.clear()
         self._out_bytes = 0
-        self._inbuf = bytearray()
+        self._rstart = self._rend = 0
+        self._rbuf = bytearray()  # the old buffer goes once the views of it are gone
+        self._rview = memoryview(self._rbuf)
         self._on_closed(cause)
 
     def _on_closed(self, cause: Optional[BaseException]) -> None:

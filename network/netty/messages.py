@@ -79,6 +79,8 @@ __all__ = [
     "decode_receiver",
     "encode_buffer_response_header",
     "decode_buffer_response",
+    "decode_buffer_response_header",
+    "BUFFER_RESPONSE_PAYLOAD_OFFSET",
     "encode_error_response",
     "decode_error_response",
 ]
@@ -288,6 +290,22 @@ def decode_buffer_response(frame) -> tuple[bytes, int, int, int, bytes]:
         raise CorruptFrameError(f"BufferResponse frame of {len(frame)} bytes is shorter than its header")
     receiver_id, sequence, backlog, flags = _BR_BODY.unpack_from(frame, 1)
     return receiver_id, sequence, backlog, flags, bytes(frame[_BR_FIXED:])
+
+
+#: Where a BufferResponse's payload starts in its frame (the frame starts at the type byte).
+BUFFER_RESPONSE_PAYLOAD_OFFSET = _BR_FIXED
+
+
+def decode_buffer_response_header(frame) -> tuple[bytes, int, int, int]:
+    """``(receiver_id, sequence_number, backlog, flags)``; the payload is
+    ``frame[BUFFER_RESPONSE_PAYLOAD_OFFSET:]``, left where it is (the data path copies it once,
+    into the channel's reassembly buffer, instead of into an intermediate ``bytes``).
+
+    :raises CorruptFrameError: if the frame is shorter than the header.
+    """
+    if len(frame) < _BR_FIXED:
+        raise CorruptFrameError(f"BufferResponse frame of {len(frame)} bytes is shorter than its header")
+    return _BR_BODY.unpack_from(frame, 1)
 
 
 def encode_error_response(receiver_id: bytes, code: int, message: str) -> bytes:

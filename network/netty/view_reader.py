@@ -212,6 +212,7 @@ class CreditBasedViewReader:
             flags |= messages.FLAG_LAST_SEGMENT
         self.segments_sent += 1
         self.bytes_sent += len(segment)
+        self._view.add_bytes_sent(len(segment))  # the producer's numBytesOut
         self._connection.buffers_sent += 1
         return self._frame(flags, segment)
 
@@ -223,6 +224,7 @@ class CreditBasedViewReader:
                               f"{type(error).__name__} serializing event {event!r}: {error}")
         self.events_sent += 1
         self.bytes_sent += len(payload)
+        self._view.add_bytes_sent(len(payload))
         frame = self._frame(messages.FLAG_EVENT | messages.FLAG_LAST_SEGMENT, payload)
         if isinstance(event, EndOfPartitionEvent):
             self.release()  # as Flink: the view is released once EndOfPartition is written

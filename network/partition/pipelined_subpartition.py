@@ -46,6 +46,7 @@ class PipelinedSubpartition(ResultSubpartition):
         self._num_buffers = 0
         self._num_records = 0
         self._num_events = 0
+        self._num_bytes_sent = 0
 
     @property
     def subpartition_index(self) -> int:
@@ -181,6 +182,11 @@ class PipelinedSubpartition(ResultSubpartition):
         """Events added since creation (EndOfPartition included)."""
         return self._num_events
 
+    def get_total_number_of_bytes_sent(self) -> int:
+        """Payload bytes a network sender serialized from this subpartition since creation
+        (0 for a local consumer, which takes the buffers without serializing them)."""
+        return self._num_bytes_sent
+
     def get_number_of_queued_entries(self) -> int:
         """Buffers and events queued now."""
         return len(self._queue)
@@ -228,6 +234,11 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
     def get_buffers_in_backlog(self) -> int:
         """Buffers queued and not yet read (a credit-based sender's backlog)."""
         return self._parent.get_buffers_in_backlog()
+
+    def add_bytes_sent(self, num_bytes: int) -> None:
+        """Count bytes a network sender serialized from this view (see
+        :meth:`ResultSubpartitionView.add_bytes_sent`); adds to the subpartition's total."""
+        self._parent._num_bytes_sent += num_bytes
 
     def release(self) -> None:
         if self._released:

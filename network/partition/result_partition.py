@@ -40,6 +40,8 @@ class ResultPartitionStatistics:
     :ivar finished: whether :meth:`ResultPartition.finish` was called.
     :ivar released: whether the partition was released.
     :ivar buffer_pool: the pool's statistics, ``None`` for an unbounded partition.
+    :ivar bytes_out: payload bytes a network sender serialized from each subpartition (0 for a
+        subpartition read by a local channel: local buffers are not serialized).
     """
 
     partition_id: ResultPartitionID
@@ -49,6 +51,7 @@ class ResultPartitionStatistics:
     finished: bool
     released: bool
     buffer_pool: Optional[BufferPoolStatistics]
+    bytes_out: tuple[int, ...] = ()
 
 
 class ResultPartition:
@@ -246,7 +249,15 @@ class ResultPartition:
             finished=self._finished,
             released=self._released,
             buffer_pool=None if self.buffer_pool is None else self.buffer_pool.statistics(),
+            bytes_out=tuple(s.get_total_number_of_bytes_sent() for s in subs),
         )
+
+    def get_number_of_bytes_out(self) -> int:
+        """Payload bytes sent to remote consumers since creation, over all subpartitions
+        (Flink's ``numBytesOut`` of this partition). Counted by the network server as it
+        serializes (:meth:`ResultSubpartitionView.add_bytes_sent`); a subpartition read by a
+        local channel counts 0: its buffers are handed over unserialized."""
+        return sum(s.get_total_number_of_bytes_sent() for s in self._subpartitions)
 
     # ------------------------------------------------------------------ helpers
 

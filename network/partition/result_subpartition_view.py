@@ -41,6 +41,11 @@ class ResultSubpartitionView(abc.ABC):
     def get_failure_cause(self) -> Optional[BaseException]:
         """The cause the producer gave when releasing the subpartition, if any."""
 
+    def add_bytes_sent(self, num_bytes: int) -> None:
+        """Count ``num_bytes`` a network sender serialized from this view's entries (the
+        payload bytes of buffers and events it sent), for the producer's ``numBytesOut``.
+        Called by the one thread that reads the view. The default does nothing."""
+
     @abc.abstractmethod
     def release(self) -> None:
         """Consumer-side release: the consumer is done (after EndOfPartition) or cancelled.

@@ -41,6 +41,8 @@ __all__ = [
 DEFAULT_SEGMENT_SIZE_BYTES = 32 * 1024
 #: The largest serialized buffer (or event) a channel accepts by default.
 DEFAULT_MAX_PAYLOAD_SIZE_BYTES = 64 * 1024 * 1024
+#: The largest reassembly buffer a deserializer keeps for the next payload (it keeps one).
+SPARE_REASSEMBLY_BUFFER_MAX_BYTES = 4 * 1024 * 1024
 
 
 class PayloadTooLargeError(ValueError):
@@ -143,39 +145,87 @@ class AdaptiveSpanningRecordDeserializer:
         _check_sizes(64, max_payload_size_bytes)
         self.max_payload_size_bytes = max_payload_size_bytes
         self.channel = channel
-        self._parts: list[bytes] = []
+        self._partial: Optional[bytearray] = None
+        self._partial_view: Optional[memoryview] = None
         self._partial_size = 0
+        self._size_hint = 0
+        self._spare: Optional[bytearray] = None
         self._decompressor = BufferDecompressor(max_payload_size_bytes)
 
     def add_segment(self, segment, last: bool) -> Optional[bytes]:
-        """Add the next segment of the current payload (a copy is kept; ``segment`` may be a
-        view into a reused buffer).
+        """Add the next segment of the current payload (copied: ``segment`` may be a view into
+        a reused buffer).
 
-        :returns: the complete payload when ``last`` is true, else ``None``.
+        Each byte is copied once: a single-segment payload into its own ``bytes``; the segments
+        of a spanning payload into one ``bytearray``, allocated at the size of the previous
+        spanning payload (a channel's buffers are usually alike) and grown in place if this
+        one is larger -- never collected and joined, never grown segment by segment (each
+        reallocation of a large ``bytearray`` may copy it all).
+
+        :returns: the complete payload (``bytes``, or a ``bytearray`` when it spanned
+            segments) when ``last`` is true, else ``None``.
         :raises PayloadTooLargeError: if the payload exceeds the maximum size.
         """
-        size = self._partial_size + len(segment)
+        fill = self._partial_size
+        size = fill + len(segment)
         if size > self.max_payload_size_bytes:
             self.clear()
             raise PayloadTooLargeError(size, self.max_payload_size_bytes, self.channel, "A received payload")
-        if last:
-            if not self._parts:
+        partial = self._partial
+        if partial is None:
+            if last:
                 return bytes(segment)
-            self._parts.append(bytes(segment))
-            payload = b"".join(self._parts)
-            self.clear()
-            return payload
-        self._parts.append(bytes(segment))
+            wanted = max(self._size_hint, size)
+            spare = self._spare
+            self._spare = None
+            if spare is None:
+                partial = bytearray(wanted)
+            else:
+                partial = spare
+                if len(partial) < wanted:
+                    partial += bytes(wanted - len(partial))
+            self._partial = partial
+            self._partial_view = memoryview(partial)
+        view = self._partial_view
+        if view is not None and size <= len(partial):
+            view[fill:size] = segment  # into the preallocated bytes
+        else:
+            if view is not None:
+                view.release()
+                self._partial_view = None
+                del partial[fill:]
+            partial += segment
+        if last:
+            if self._partial_view is not None:
+                self._partial_view.release()
+                if size < len(partial):
+                    del partial[size:]
+            self._size_hint = size
+            self._partial = self._partial_view = None
+            self._partial_size = 0
+            return partial  # type: ignore[return-value]
         self._partial_size = size
         return None
 
+    def give_back(self, payload) -> None:
+        """``payload``, a complete payload :meth:`add_segment` returned, is decoded and not
+        referenced any more: its memory may take the next spanning payload. Reusing it spares
+        the allocator a fresh block of the payload's size per buffer, whose pages the kernel
+        must fault in (≈100 µs per MiB, more than copying the bytes). One buffer of at most
+        :data:`SPARE_REASSEMBLY_BUFFER_MAX_BYTES` is kept. Any thread; ``bytes`` payloads
+        (single segments) are ignored."""
+        if type(payload) is bytearray and len(payload) <= SPARE_REASSEMBLY_BUFFER_MAX_BYTES:
+            self._spare = payload
+
     def has_partial_payload(self) -> bool:
         """Whether segments of an incomplete payload are held."""
-        return bool(self._parts)
+        return self._partial is not None
 
     def clear(self) -> None:
         """Drop a partially reassembled payload (on release or failure)."""
-        self._parts = []
+        if self._partial_view is not None:
+            self._partial_view.release()
+        self._partial = self._partial_view = self._spare = None
         self._partial_size = 0
 
     def decode_buffer(self, payload, compressed: bool) -> tuple[list, Optional[list]]:

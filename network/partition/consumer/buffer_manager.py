@@ -259,6 +259,40 @@ class BufferManager:
             self._on_credit_available()  # type: ignore[misc]
         return kind
 
+    def on_segment_copied(self, backlog: Optional[int] = None) -> Optional[BufferKind]:
+        """A data frame that is not the last segment of its payload arrived and is copied into
+        the reassembly buffer at once: :meth:`on_buffer_received` and :meth:`recycle` of the
+        buffer taken, under one lock acquisition (the same ledger steps in the same order, one
+        look at the callbacks at the end).
+
+        :returns: as :meth:`on_buffer_received` (the kind taken, already given back; ``None``:
+            no buffer, block the connection; ``False``: released, drop the frame).
+        :raises CreditInvariantError: flow control on, if the sender had no credit.
+        """
+        with self._lock:
+            ledger = self._ledger
+            if ledger.released:
+                return False  # type: ignore[return-value]
+            kind = ledger.on_buffer_received()
+            if kind is None:
+                self._request_floating_locked()
+                kind = ledger.on_buffer_received()
+                if kind is None:
+                    self._blocking = True
+            elif backlog is not None and self._flow_control:
+                ledger.on_sender_backlog(backlog)
+                self._request_floating_locked()
+            accepted: list = []
+            if kind is not None:
+                returned = ledger.on_buffer_recycled(kind)
+                if returned:
+                    accepted = self._pool._recycle_locked(returned)
+            callbacks = [(self, self._poll_callbacks_locked())]
+            if accepted:
+                callbacks.extend((manager, manager._poll_callbacks_locked()) for manager in accepted)
+        self._run_callbacks(callbacks)
+        return kind
+
     def on_sender_backlog(self, backlog: int) -> None:
         """The sender reported ``backlog``: request floating buffers to cover it."""
         with self._lock:

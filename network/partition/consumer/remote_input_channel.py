@@ -47,6 +47,7 @@ from .input_channel import BufferAndAvailability, InputChannel
 
 if TYPE_CHECKING:
     from ...netty.client import PartitionRequestClient
+    from ...netty.connection import ConnectionStatistics
     from ...netty.connection_manager import NettyConnectionManager
 
 __all__ = ["RemoteInputChannel", "RemoteInputChannelStatistics", "RemoteProducerError"]
@@ -222,6 +223,7 @@ class RemoteInputChannel(InputChannel):
         except Exception as decode_error:  # noqa: BLE001 - corrupt payload
             self._buffer_manager.recycle(kind)
             raise self._fail_on_task_thread(decode_error, "a buffer") from decode_error
+        self._deserializer.give_back(payload)  # decoded into new objects: its memory may be reused
         self.records_received += len(values)
         return BufferAndAvailability(Buffer(values, timestamps, self._buffer_manager.recycler_for(kind)), more)
 
@@ -301,6 +303,15 @@ class RemoteInputChannel(InputChannel):
             error=None if error is None else str(error),
         )
 
+    def connection_statistics(self) -> Optional["ConnectionStatistics"]:
+        """A snapshot of the connection this channel reads through (shared with the other
+        channels to the same producer process), ``None`` before it was attached to one. Still
+        answers after the channel was released and the connection closed: the counters are
+        then the connection's totals (e.g. the bytes it moved, framing and handshake
+        included). Any thread."""
+        client = self._client
+        return None if client is None else client.statistics()
+
     def __repr__(self) -> str:
         return (
             f"RemoteInputChannel(index={self.channel_index}, partition={self.partition_id}, "
@@ -350,9 +361,11 @@ class RemoteInputChannel(InputChannel):
         if client is not None:
             self.connection_manager._call_soon(client.resume_reading)
 
-    def _on_buffer_response(self, sequence: int, backlog: int, flags: int, payload: bytes) -> bool:
-        """A BufferResponse for this channel. :returns: ``False`` if it cannot be taken now
-        (flow control off and no free buffer): the connection pauses and re-delivers it."""
+    def _on_buffer_response(self, sequence: int, backlog: int, flags: int, payload) -> bool:
+        """A BufferResponse for this channel; ``payload`` is a bytes-like view valid during the
+        call only (it is copied: once, into the reassembly buffer, for data). :returns:
+        ``False`` if it cannot be taken now (flow control off and no free buffer): the
+        connection pauses and re-delivers it."""
         if self._released or self._error is not None:
             return True
         if sequence != self._expected_sequence:
@@ -367,12 +380,15 @@ class RemoteInputChannel(InputChannel):
             self._expected_sequence += 1
             self.events_received += 1
             self.bytes_received += len(payload)
-            self._enqueue((None, payload, flags))
+            self._enqueue((None, bytes(payload), flags))
             if self._flow_control:
                 manager.on_sender_backlog(backlog)
             return True
+        last = bool(flags & messages.FLAG_LAST_SEGMENT)
         try:
-            kind = manager.on_buffer_received(backlog)
+            # a segment before the last is copied into the reassembly buffer right away: its
+            # receiving buffer is taken and given back in one step
+            kind = manager.on_buffer_received(backlog) if last else manager.on_segment_copied(backlog)
         except CreditInvariantError as error:
             self._fail(RemoteTransportError(f"{self.describe()}: {error}", self.partition_id,
                                             self.producer_address, error))
@@ -385,14 +401,13 @@ class RemoteInputChannel(InputChannel):
         self.segments_received += 1
         self.bytes_received += len(payload)
         try:
-            complete = self._deserializer.add_segment(payload, bool(flags & messages.FLAG_LAST_SEGMENT))
+            complete = self._deserializer.add_segment(payload, last)
         except PayloadTooLargeError as error:  # names this channel already
-            manager.recycle(kind)
+            if last:
+                manager.recycle(kind)
             self._fail(RemoteTransportError(str(error), self.partition_id, self.producer_address, error))
             return True
-        if complete is None:
-            manager.recycle(kind)  # the segment was copied into the reassembly buffer
-        else:
+        if complete is not None:
             self.buffers_received += 1
             self._enqueue((kind, complete, flags))
         return True

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from rill.common.row import Row, RowKind
 from rill.network.api.serialization import ValueSerializationError, pack_records, pack_value, unpack_records, unpack_value
+from rill.network.api.serialization import value_codec
 from rill.network.api.serialization.value_codec import FORMAT_COLUMNS, FORMAT_GENERAL, FORMAT_PICKLE
 
 Pair = namedtuple("Pair", "left right")
@@ -133,11 +134,43 @@ def test_a_single_value_round_trips(value):
     assert same(unpack_value(pack_value(value)), value)
 
 
+class _SpyPacker:
+    """Wraps the codec's Packer and records what each ``pack`` call was given."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.packed = []
+
+    def reset(self):
+        self.inner.reset()
+
+    def pack(self, obj):
+        self.packed.append(type(obj))
+        return self.inner.pack(obj)
+
+    def bytes(self):
+        return self.inner.bytes()
+
+
+def _spy_packers():
+    """Patch the codec so that the Packers it creates (with a fresh per-thread slot) are spied."""
+    spies = []
+    real = value_codec._new_packer
+
+    def new_packer():
+        spies.append(_SpyPacker(real()))
+        return spies[-1]
+
+    return spies, mock.patch.multiple(value_codec, _new_packer=new_packer, _thread_packer=value_codec._ThreadPacker())
+
+
 def test_one_msgpack_call_per_batch_whatever_the_records():
     records = [(i, str(i), (i, [i]), Row(a=i)) for i in range(1000)] + [{"k": (1, 2)}] * 1000
-    with mock.patch.object(msgpack, "packb", wraps=msgpack.packb) as packb:
+    spies, patch = _spy_packers()
+    with patch:
         payload = pack_records(records, None)
-    assert packb.call_count == 1
+    # the format byte (a fixint), then the whole batch in one call: no per-record packing
+    assert [spy.packed for spy in spies] == [[int, list]]
     with mock.patch.object(msgpack, "unpackb", wraps=msgpack.unpackb) as unpackb:
         decoded, _ = unpack_records(payload)
     assert unpackb.call_count == 1 and same(decoded, records)
@@ -210,3 +243,67 @@ def test_an_unpicklable_value_is_a_clear_error():
 def test_corrupt_payloads_are_a_clear_error(payload):
     with pytest.raises(ValueSerializationError, match="Corrupt records payload"):
         unpack_records(payload)
+
+
+class _PacksItselfWhenPickled:
+    """A value whose pickling packs another batch (a nested call on the same thread)."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+
+    def __reduce__(self):
+        return (_unpack_inner, (pack_records([self.inner, "nested"], None),))
+
+    def __eq__(self, other) -> bool:
+        return type(other) is _PacksItselfWhenPickled and same(self.inner, other.inner)
+
+
+def _unpack_inner(payload):
+    values, _ = unpack_records(payload)
+    return _PacksItselfWhenPickled(values[0])
+
+
+def test_the_per_thread_packer_is_reused_and_not_shared_with_nested_calls():
+    spies, patch = _spy_packers()
+    with patch:
+        first = pack_records([(1, "a")], None)
+        second = pack_records([(2, "b")], None)
+        assert len(spies) == 1  # reused
+        nested = [(1, _PacksItselfWhenPickled((7, "x"))), (2, _PacksItselfWhenPickled((8, "y")))]
+        payload = pack_records(nested, [5, 6])
+        assert len(spies) == 3  # the nested calls got their own Packers
+        assert same(unpack_records(payload), (nested, [5, 6]))
+        with pytest.raises(ValueSerializationError):
+            pack_records([lambda: None], None)  # a failed batch leaves the Packer clean
+        assert unpack_records(pack_records([(3, "c")], None))[0] == [(3, "c")]
+    assert unpack_records(first)[0] == [(1, "a")] and unpack_records(second)[0] == [(2, "b")]
+
+
+def test_a_huge_payload_does_not_stay_in_the_thread_packer():
+    with mock.patch.object(value_codec, "_thread_packer", value_codec._ThreadPacker()) as local:
+        pack_records([b"x" * 10], None)
+        kept = local.packer
+        assert kept is not None and pack_records([b"y"], None) and local.packer is kept
+        big = pack_records([b"z" * (value_codec._PACKER_KEEP_BYTES + 1)], None)
+        assert local.packer is None and unpack_records(big)[0] == [b"z" * (value_codec._PACKER_KEEP_BYTES + 1)]
+
+
+def test_threads_pack_concurrently_with_their_own_packers():
+    import threading
+
+    errors = []
+
+    def work(n):
+        try:
+            for i in range(200):
+                batch = [(n, i, "v" * (i % 50))] * (i % 7 + 1)
+                assert unpack_records(pack_records(batch, None))[0] == batch
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
