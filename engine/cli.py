@@ -1,7 +1,10 @@
-"""The ``rill`` command line (Flink's ``flink`` CLI: ``run``, ``info``/plan).
+"""The ``rill`` command line (Flink's ``flink`` CLI: ``run``, ``info``/plan, ``cancel``, ``list``,
+and the standalone cluster scripts as ``rill cluster start|stop|status|join``).
 
 ``rill run JOB.py [ARGS]`` runs a DataStream program file as ``__main__``; its ``execute()``
 shows a progress bar for bounded sources and ends with a summary per vertex.
+``--target cluster`` (or ``cluster://host:port``) sends it to a running cluster instead of the
+embedded one.
 ``rill plan JOB.py [ARGS]`` runs the program up to its first ``execute()`` and prints the four
 graph layers instead of running the job (as Flink's plan environments abort the program with
 a ``ProgramAbortException`` once the plan is known).
@@ -37,9 +40,14 @@ class _CliContext:
         self.progress = progress
         self.executed = False
 
+    target: Optional[str] = None
+
     def configure(self, env) -> None:
         if self.parallelism is not None:
             env.set_parallelism(self.parallelism)
+        if self.target is not None:
+            from rill.common.configuration import ConfigOptions  # noqa: PLC0415
+            env.get_configuration().set(ConfigOptions.EXECUTION_TARGET, self.target)
 
     def intercepts_execution(self) -> bool:
         return True
@@ -129,15 +137,38 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     run = sub.add_parser("run", help="run a job file")
     job_args(run)
-    run.add_argument("--target", default="embedded", choices=["embedded"],
-                     help="where the job runs (the cluster target arrives with cluster mode)")
+    run.add_argument("--target", "-t", default=None,
+                     help="where the job runs: embedded (default: execution.target), cluster (the cluster "
+                          "`rill cluster start` started here) or cluster://host:port")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
     plan = sub.add_parser("plan", help="print the graphs of a job file without running it")
     job_args(plan)
     plan.add_argument("--json", action="store_true", help="JSON instead of text")
 
+    cluster = sub.add_parser("cluster", help="start, stop, inspect or join a local cluster")
+    cluster.add_argument("action", choices=["start", "stop", "status", "join"])
+    cluster.add_argument("--task-executors", "-n", type=int, default=1, help="TaskExecutors to start (start)")
+    cluster.add_argument("--slots", "-s", type=int, default=None,
+                         help="slots per TaskExecutor (default: taskmanager.numberOfTaskSlots)")
+    cluster.add_argument("--port", type=int, default=None,
+                         help="the actor system's port (default: jobmanager.rpc.port, 6123)")
+    cluster.add_argument("--host", default=None, help="bind address (default: taskmanager.host, 127.0.0.1)")
+    cluster.add_argument("--leader", default=None,
+                         help="join: the cluster to join, cluster://host:port")
+    cluster.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
+
+    cancel = sub.add_parser("cancel", help="cancel a job running on a cluster")
+    cancel.add_argument("job_id")
+    cancel.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
+
+    listing = sub.add_parser("list", help="list the jobs of a cluster")
+    listing.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
+
     args = parser.parse_args(argv)
+    if args.command in ("cluster", "cancel", "list"):
+        from rill.cluster_cli import run_cluster_command  # noqa: PLC0415 - thespian only when needed
+        return run_cluster_command(args)
     if args.module and args.job:  # with -m, the first positional is already a program argument
         args.args = [args.job] + list(args.args)
         args.job = None
@@ -147,6 +178,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         args.args = args.args[1:]
     if args.command == "run":
         ctx = _CliContext(args.parallelism, "run", progress=not args.no_progress)
+        ctx.target = args.target
     else:
         ctx = _CliContext(args.parallelism, "plan", as_json=args.json)
     started = time.monotonic()

@@ -28,6 +28,10 @@ class SourceOperator(AbstractStreamOperator):
     """Pulls splits from the job's ``SourceCoordinator`` (``context.operator_coordinator``) and
     reads them with the source's reader, one batch per :meth:`emit_next`.
 
+    In the embedded mode the coordinator answers a split request at once; in cluster mode it
+    lives in the JobMaster's process (``asynchronous``): the operator reports
+    ``NOTHING_AVAILABLE`` until the answer arrives as an ``AddSplitEvent`` mail.
+
     At the end of a bounded input it emits ``MAX_WATERMARK`` (Flink does the same, so
     event-time timers and windows fire at the end of bounded jobs).
 
@@ -47,6 +51,9 @@ class SourceOperator(AbstractStreamOperator):
         self._reader = None
         self._batches: Optional[Iterator[List[Any]]] = None
         self._finished = False
+        # an asynchronous coordinator (cluster mode) answers with an AddSplitEvent mail
+        self._split_requested = False
+        self._arrived_split: Optional[tuple] = None
         self._timestamps_and_watermarks = None
 
     def open(self) -> None:
@@ -69,7 +76,16 @@ class SourceOperator(AbstractStreamOperator):
             return InputStatus.END_OF_INPUT
         while True:
             if self._batches is None:
-                split = self.context.operator_coordinator.request_split(self.context.subtask_index)
+                coordinator = self.context.operator_coordinator
+                if getattr(coordinator, "asynchronous", False):
+                    if self._arrived_split is None:
+                        if not self._split_requested:
+                            self._split_requested = True
+                            coordinator.request_split_async(self.context.subtask_index, self._on_split_event)
+                        return InputStatus.NOTHING_AVAILABLE
+                    (split,), self._arrived_split = self._arrived_split, None
+                else:
+                    split = coordinator.request_split(self.context.subtask_index)
                 if split is None:
                     self._finished = True
                     if self._timestamps_and_watermarks is not None:
@@ -89,6 +105,18 @@ class SourceOperator(AbstractStreamOperator):
             else:
                 self._timestamps_and_watermarks.emit_batch(batch, None)
             return InputStatus.MORE_AVAILABLE
+
+    def _on_split_event(self, split: Any, error: Optional[BaseException] = None) -> None:
+        """Any thread: the coordinator's answer, handed to the task thread as a mail (Flink's
+        ``AddSplitEvent`` / ``NoMoreSplitsEvent``, ``split`` is ``None`` for the latter). An
+        ``error`` (the enumerator failed) is raised by the mail and fails the task."""
+        def add_split() -> None:
+            if error is not None:
+                raise error
+            self._split_requested = False
+            self._arrived_split = (split,)
+
+        self.context.mailbox_executor.execute(add_split, "AddSplitEvent")
 
     def close(self) -> None:
         if self._timestamps_and_watermarks is not None:

@@ -46,9 +46,40 @@ class ConfigOptions:
         "taskmanager.network.memory.buffers-per-channel", 2, "Exclusive buffers per channel.")
     FLOATING_BUFFERS_PER_GATE = ConfigOption(
         "taskmanager.network.memory.floating-buffers-per-gate", 8, "Floating buffers per gate.")
+    NETWORK_MEMORY_MAX = ConfigOption(
+        "taskmanager.memory.network.max", 64 * 1024 * 1024,
+        "Network memory of a TaskExecutor in bytes (or a size such as '64mb'): the budget of "
+        "network buffers (NetworkBufferPool), in segments of taskmanager.memory.segment-size. "
+        "A local buffer (a batch of up to records-per-buffer records) counts as one segment. "
+        "A task that cannot get its minimum buffers fails at deployment.")
+    MEMORY_SEGMENT_SIZE = ConfigOption(
+        "taskmanager.memory.segment-size", 32 * 1024,
+        "Size of one network memory segment in bytes (or a size such as '32kb').")
     SOURCE_BATCH_SIZE = ConfigOption(
         "rill.source.batch-size", 1024, "Records a source emits per mailbox default action.")
-    EXECUTION_TARGET = ConfigOption("execution.target", "embedded", "embedded | cluster.")
+    EXECUTION_TARGET = ConfigOption(
+        "execution.target", "embedded",
+        "embedded | cluster (the cluster `rill cluster start` started on this machine) | cluster://host:port.")
+    JOBMANAGER_RPC_PORT = ConfigOption(
+        "jobmanager.rpc.port", 6123,
+        "Port of the cluster's actor system (its address is cluster://host:port).")
+    TASKMANAGER_HOST = ConfigOption(
+        "taskmanager.host", "127.0.0.1",
+        "Address cluster sockets (actors, data plane) bind to; loopback unless set.")
+    NUM_TASK_SLOTS = ConfigOption("taskmanager.numberOfTaskSlots", 1, "Slots per TaskExecutor.")
+    NETWORK_CREDIT_MODEL = ConfigOption(
+        "taskmanager.network.credit-model", True,
+        "Credit-based flow control between processes (false: send without credit on the shared "
+        "connection, as before Flink 1.5; for experiments).")
+    NETWORK_COMPRESSION = ConfigOption(
+        "taskmanager.network.compression.enabled", False, "lz4-compress buffers sent between processes.")
+    NETWORK_MAX_PAYLOAD_SIZE = ConfigOption(
+        "taskmanager.network.max-payload-size", 64 * 1024 * 1024,
+        "Largest serialized buffer (or event) in bytes a channel between processes accepts; a "
+        "larger one fails the job naming the channel (Rill; Flink spills large records instead).")
+    HEARTBEAT_INTERVAL = ConfigOption("heartbeat.interval", 1000, "ms between TaskExecutor heartbeats.")
+    HEARTBEAT_TIMEOUT = ConfigOption(
+        "heartbeat.timeout", 50000, "ms without a heartbeat after which a TaskExecutor is lost.")
     AUTO_WATERMARK_INTERVAL = ConfigOption(
         "pipeline.auto-watermark-interval", 200,
         "ms of processing time between periodic watermark emissions (0: none).")

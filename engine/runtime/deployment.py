@@ -6,7 +6,7 @@ operators' StreamConfigs (operator factories pickle with cloudpickle for shippin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 __all__ = [
     "ResultPartitionDeploymentDescriptor",
@@ -35,10 +35,19 @@ class ResultPartitionDeploymentDescriptor:
 
 @dataclass(frozen=True)
 class InputGateDeploymentDescriptor:
-    """One consumed input: the (partition id, subpartition index) of every channel, in order."""
+    """One consumed input: the (partition id, subpartition index) of every channel, in order.
+
+    :param gate_index: the gate's index among the task's gates.
+    :param channels: ``(ResultPartitionID, subpartition index)`` per channel, in channel order.
+    :param locations: where each channel's producer serves its partition, parallel to
+        ``channels``: ``None`` for a producer in this process (a ``LocalInputChannel``), or the
+        ``(host, port)`` of the producer TaskExecutor's network server (a
+        ``RemoteInputChannel``). ``None`` for the whole list: every channel is local.
+    """
 
     gate_index: int
     channels: List[Tuple[Any, int]]
+    locations: Optional[List[Optional[Tuple[str, int]]]] = None
 
 
 @dataclass

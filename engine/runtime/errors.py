@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-__all__ = ["JobExecutionException", "JobCancellationException", "NoResourceAvailableException"]
+__all__ = ["JobExecutionException", "JobCancellationException", "NoResourceAvailableException",
+           "RemoteTaskException", "JobSubmissionException"]
 
 
 class JobExecutionException(Exception):
@@ -16,6 +17,10 @@ class JobExecutionException(Exception):
         super().__init__(message)
         self.job_id = job_id
 
+    def __reduce__(self):
+        # travels from the cluster to the client: rebuild with both arguments, keep notes
+        return type(self), (self.job_id, self.args[0]), self.__dict__
+
 
 class JobCancellationException(JobExecutionException):
     """The job was cancelled before it finished."""
@@ -23,3 +28,12 @@ class JobCancellationException(JobExecutionException):
 
 class NoResourceAvailableException(Exception):
     """The slots available cannot host the job (Flink's ``NoResourceAvailableException``)."""
+
+
+class RemoteTaskException(Exception):
+    """A task in another process raised an exception that could not be pickled; this carries
+    its type name and message (the remote traceback is attached as a note)."""
+
+
+class JobSubmissionException(JobExecutionException):
+    """The cluster refused a job (Flink's ``JobSubmissionException``)."""

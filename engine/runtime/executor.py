@@ -1,5 +1,8 @@
 """Where ``execute()`` sends a job (Flink's ``PipelineExecutor``): the embedded MiniCluster
-(default). The cluster target (``RILL_EXECUTION_TARGET=cluster``) comes with cluster mode."""
+(``execution.target: embedded``, the default) or a running cluster (``cluster``: the one
+``rill cluster start`` started on this machine; ``cluster://host:port``). The target comes from
+the configuration, so ``RILL_EXECUTION_TARGET=cluster`` moves any program to the cluster
+without changing it."""
 
 from __future__ import annotations
 
@@ -15,11 +18,11 @@ _embedded = MiniCluster()
 def submit_job(job_graph, configuration: Configuration, job_parameters=None, collect_channel=None) -> JobClient:
     """Submit ``job_graph`` to the configured execution target and return its JobClient.
 
-    :raises NotImplementedError: for targets other than ``embedded``.
+    :raises ValueError: for an unknown target. :raises ClusterNotRunningError: when the target
+        cluster does not answer.
     """
-    target = configuration.get(ConfigOptions.EXECUTION_TARGET)
+    target = str(configuration.get(ConfigOptions.EXECUTION_TARGET)).strip()
     if target != "embedded":
-        raise NotImplementedError(
-            f"Execution target '{target}' is not implemented yet: only 'embedded' runs jobs today"
-        )
+        from rill.runtime.cluster.client import submit_to_cluster  # noqa: PLC0415 - only for cluster mode
+        return submit_to_cluster(target, job_graph, configuration, job_parameters, collect_channel)
     return _embedded.submit_job(job_graph, configuration, job_parameters, collect_channel)

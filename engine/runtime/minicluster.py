@@ -34,11 +34,14 @@ class MiniCluster:
     def submit_job(self, job_graph, configuration: Configuration, job_parameters=None,
                    collect_channel=None) -> JobClient:
         slots = self.num_slots or sum(required_slots(job_graph).values())
-        executor = TaskExecutor(slots, resource_id=f"embedded-{next(_ids)}")
+        executor = TaskExecutor(slots, resource_id=f"embedded-{next(_ids)}", configuration=configuration)
 
         def on_terminal(jm: JobMaster) -> None:
             with self._lock:
                 self._jobs.pop(jm.job_id, None)
+            # Flink releases a job's partitions when it ends: a finished producer's partition
+            # whose consumer failed is never consumed, and its buffers return only now.
+            executor.partition_manager.shutdown()
 
         jm = JobMaster(job_graph, executor, configuration, job_parameters, on_terminal=on_terminal)
         if collect_channel is not None:

@@ -127,15 +127,26 @@ class JobMaster:
             for tdd in tdds:
                 self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
         except BaseException as e:
-            with self._lock:
-                for t in self.tasks:
-                    t.cancel_execution()
-                self.status = JobStatus.FAILED
-                self._end_ns = time.monotonic_ns()
-            self._complete(JobExecutionException(self.job_id, f"Job '{self.job_name}' failed during deployment: {e}"), e)
+            self.fail_deployment(e)
             return
         for t in self.tasks:
             t.start()
+
+    def fail_deployment(self, error: BaseException) -> None:
+        """End the job as FAILED before it ran: cancel whatever was deployed and complete the
+        result with ``JobExecutionException("... failed during deployment: <error>")``."""
+        with self._lock:
+            if self.status.is_globally_terminal_state():
+                return
+            self.status = JobStatus.FAILED  # first: the cancelled tasks' reports must not end the job
+            if self._start_ns is None:
+                self._start_ns = time.monotonic_ns()
+            self._end_ns = time.monotonic_ns()
+            tasks = list(self.tasks)
+        for t in tasks:
+            t.cancel_execution()
+        self._complete(JobExecutionException(self.job_id, f"Job '{self.job_name}' failed during deployment: {error}"),
+                       error)
 
     # -- state tracking (called from task threads) -------------------------------------------
     def _on_task_state(self, task, state: ExecutionState, failure) -> None:

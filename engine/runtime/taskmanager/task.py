@@ -125,6 +125,10 @@ class Task:
                 p.buffer_pool.back_pressured_time_ns for p in self.result_partitions)
             self.metrics.output_pool_usage = lambda: max(
                 [p.buffer_pool.usage() for p in self.result_partitions], default=0.0)
+            network = self.network
+            self.metrics.bytes_in = lambda: network.num_bytes_in(self.input_gates)
+            self.metrics.bytes_out = lambda: network.num_bytes_out(self.result_partitions)
+            self.metrics.input_pool_usage = lambda: network.input_pool_usage(self.input_gates)
             env = RuntimeEnvironment(
                 task_name=self.tdd.task_name,
                 task_name_with_subtasks=self.tdd.task_name_with_subtasks,

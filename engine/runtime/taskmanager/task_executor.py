@@ -18,15 +18,17 @@ class TaskExecutor:
     """
     :param num_slots: how many slots it offers.
     :param resource_id: its name, e.g. ``"embedded-0"``.
+    :param configuration: sizes its network buffer budget (``taskmanager.memory.network.max``,
+        ``taskmanager.memory.segment-size``); ``None``: the loaded defaults.
     """
 
-    def __init__(self, num_slots: int, resource_id: str = "embedded-0"):
+    def __init__(self, num_slots: int, resource_id: str = "embedded-0", configuration=None):
         if num_slots < 1:
             raise ValueError(f"A TaskExecutor needs at least one slot, got {num_slots}")
         self.num_slots = num_slots
         self.resource_id = resource_id
         self.partition_manager = ResultPartitionManager()
-        self.network = NetworkEnvironment(self.partition_manager)
+        self.network = NetworkEnvironment(self.partition_manager, configuration=configuration)
         self._tasks: Dict[str, Task] = {}
         self._lock = threading.Lock()
 

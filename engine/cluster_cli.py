@@ -1,0 +1,112 @@
+"""``rill cluster start|stop|status|join``, ``rill cancel`` and ``rill list`` (Flink's
+``start-cluster.sh``, ``stop-cluster.sh``, ``taskmanager.sh start``, ``flink cancel``,
+``flink list``)."""
+
+from __future__ import annotations
+
+import sys
+
+from rill.common.configuration import ConfigOptions, load_configuration
+from rill.runtime.cluster.actor_system import ClusterNotRunningError, parse_cluster_target, read_cluster_info
+
+__all__ = ["run_cluster_command"]
+
+
+def run_cluster_command(args) -> int:
+    """Run a parsed cluster command; returns the exit code (0 ok, 1 failed)."""
+    conf = load_configuration()
+    port = args.port if args.port is not None else conf.get(ConfigOptions.JOBMANAGER_RPC_PORT)
+    try:
+        if args.command == "cancel":
+            return _cancel(args.job_id, port)
+        if args.command == "list":
+            return _status(port, jobs_only=True)
+        if args.action in ("start", "join") and not args.in_process:
+            return _detached(args, port)
+        if args.action == "start":
+            return _start(args, port, conf)
+        if args.action == "stop":
+            from rill.runtime.cluster.standalone import stop_cluster  # noqa: PLC0415
+            found = stop_cluster(port, args.host)
+            print(f"rill: cluster at port {port} {'stopped' if found else 'was not running (cleaned up)'}")
+            return 0
+        if args.action == "status":
+            return _status(port)
+        return _join(args, port, conf)
+    except ClusterNotRunningError as e:
+        print(f"rill: {e}", file=sys.stderr)
+        return 1
+    except (RuntimeError, ValueError) as e:
+        print(f"rill: {e}", file=sys.stderr)
+        return 1
+
+
+def _detached(args, port: int) -> int:
+    """Run ``start``/``join`` in a new session whose output goes to the cluster's log file, and
+    wait for it: the actor processes fork from that process and inherit its file descriptors,
+    so they must never hold this command's stdout (a caller reading it would wait forever)."""
+    import subprocess  # noqa: PLC0415
+
+    from rill.runtime.cluster.actor_system import run_dir  # noqa: PLC0415
+    argv = [sys.executable, "-m", "rill.cli", "cluster", args.action, "--in-process", "--port", str(port)]
+    for flag, value in (("--task-executors", args.task_executors), ("--slots", args.slots), ("--host", args.host),
+                        ("--leader", args.leader)):
+        if value is not None:
+            argv += [flag, str(value)]
+    log = run_dir() / f"cluster-{port}.out"  # the processes' stdout (print sinks), as Flink's .out files
+    with open(log, "wb") as out:
+        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                            start_new_session=True).returncode
+    text = log.read_text(errors="replace")
+    stream = sys.stdout if rc == 0 else sys.stderr
+    stream.write(text)
+    return rc
+
+
+def _start(args, port: int, conf) -> int:
+    from rill.runtime.cluster.standalone import start_cluster  # noqa: PLC0415
+    slots = args.slots if args.slots is not None else conf.get(ConfigOptions.NUM_TASK_SLOTS)
+    info = start_cluster(args.task_executors, slots, port=port, host=args.host)
+    print(f"rill: cluster started at {info.address} with {info.task_executors} TaskExecutor(s) x "
+          f"{info.slots} slot(s) (admin pid {info.admin_pid}, log {info.log_file})")
+    print(f"rill: run jobs with `rill run --target cluster ...` or RILL_EXECUTION_TARGET=cluster; "
+          f"stop with `rill cluster stop{'' if port == 6123 else f' --port {port}'}`")
+    return 0
+
+
+def _join(args, port: int, conf) -> int:
+    from rill.runtime.cluster.standalone import join_cluster  # noqa: PLC0415
+    if not args.leader:
+        raise ValueError("rill cluster join needs --leader cluster://host:port (the cluster to join)")
+    leader_host, leader_port = parse_cluster_target(args.leader, 6123)
+    slots = args.slots if args.slots is not None else conf.get(ConfigOptions.NUM_TASK_SLOTS)
+    info = join_cluster(leader_host, leader_port, port, slots, host=args.host or conf.get(ConfigOptions.TASKMANAGER_HOST))
+    print(f"rill: TaskExecutor with {slots} slot(s) at {info.host}:{info.port} joined {args.leader}")
+    return 0
+
+
+def _status(port: int, jobs_only: bool = False) -> int:
+    from rill.runtime.cluster.standalone import cluster_overview  # noqa: PLC0415
+    info = read_cluster_info(port)
+    overview = cluster_overview(port)
+    if not jobs_only:
+        where = info.address if info else f"port {port}"
+        print(f"cluster {where}: {len(overview.task_executors)} TaskExecutor(s), "
+              f"{sum(t[1] for t in overview.task_executors)} slot(s), {sum(t[2] for t in overview.task_executors)} free")
+        for rid, slots, free, pid, host in overview.task_executors:
+            print(f"  {rid:<28} host {host:<15} pid {pid:<8} slots {slots} free {free}")
+    print(f"jobs: {len(overview.jobs)}")
+    for job_id, name, status in overview.jobs:
+        print(f"  {job_id}  {status:<10} {name}")
+    return 0
+
+
+def _cancel(job_id: str, port: int) -> int:
+    from rill.runtime.cluster.client import ClusterClient  # noqa: PLC0415
+    info = read_cluster_info(port)
+    client = ClusterClient.for_address(info.host if info else "127.0.0.1", port)
+    if not client.cancel(job_id):
+        print(f"rill: the cluster knows no job {job_id}", file=sys.stderr)
+        return 1
+    print(f"rill: cancelling job {job_id}")
+    return 0

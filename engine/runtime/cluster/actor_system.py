@@ -1,0 +1,323 @@
+"""Starting, joining, reaching and stopping the Thespian actor systems of a Rill cluster.
+
+Settings (measured in NOTES.md to leave nothing behind): the ``multiprocTCPBase`` system base
+(every actor in its own process, reachable over TCP), ``THESPIAN_BASE_IPADDR`` set to the bind
+host (loopback by default), logging to a file in the cluster's run directory, a chosen admin
+port (never Thespian's default 1900), ``transientUnique`` handles for clients, and a fresh
+capabilities dict for every call (Thespian adds keys to it).
+
+A cluster is described by a :class:`ClusterInfo` file in the run directory
+(``$RILL_RUN_DIR``, default ``~/.rill/run``), ``cluster-<port>.json``, readable only by its
+owner because it holds the data plane's shared secret.
+
+Multi-host (Thespian's *convention*): the leader system runs the Dispatcher and the
+ResourceManager; a system started on another host with ``Convention Address.IPv4`` pointing at
+the leader joins the convention and the ResourceManager creates a TaskExecutor in it (see
+:func:`join_cluster`).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import signal
+import socket
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Dict, Optional, Tuple
+
+__all__ = [
+    "ClusterInfo",
+    "ClusterNotRunningError",
+    "run_dir",
+    "capabilities",
+    "start_actor_system",
+    "connect",
+    "shutdown_actor_system",
+    "read_cluster_info",
+    "parse_cluster_target",
+    "free_port",
+    "SYSTEM_BASE",
+    "DISPATCHER_NAME",
+    "RESOURCE_MANAGER_NAME",
+]
+
+SYSTEM_BASE = "multiprocTCPBase"
+DISPATCHER_NAME = "rill.dispatcher"
+RESOURCE_MANAGER_NAME = "rill.resourcemanager"
+DEFAULT_PORT = 6123  # Flink's jobmanager.rpc.port
+
+
+class ClusterNotRunningError(RuntimeError):
+    """No cluster answers at the given address."""
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """What ``rill cluster start`` writes for clients and ``rill cluster stop``.
+
+    :ivar host: the address every cluster socket binds to.
+    :ivar port: the actor system's admin port (the cluster's address is ``cluster://host:port``).
+    :ivar secret_hex: the data plane's shared secret (hex).
+    :ivar admin_pid: pid of the actor system's admin process (the stop backstop).
+    :ivar log_file: where the actors log.
+    :ivar task_executors: TaskExecutors started with the cluster.
+    :ivar slots: slots per TaskExecutor.
+    """
+
+    host: str
+    port: int
+    secret_hex: str
+    admin_pid: int
+    log_file: str
+    task_executors: int
+    slots: int
+
+    @property
+    def secret(self) -> bytes:
+        return bytes.fromhex(self.secret_hex)
+
+    @property
+    def address(self) -> str:
+        return f"cluster://{self.host}:{self.port}"
+
+
+def run_dir() -> Path:
+    """``$RILL_RUN_DIR`` or ``~/.rill/run`` (created)."""
+    path = Path(os.environ.get("RILL_RUN_DIR") or Path.home() / ".rill" / "run")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _info_path(port: int) -> Path:
+    return run_dir() / f"cluster-{port}.json"
+
+
+def write_cluster_info(info: ClusterInfo) -> Path:
+    path = _info_path(info.port)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(asdict(info), f, indent=2)
+    return path
+
+
+def read_cluster_info(port: int) -> Optional[ClusterInfo]:
+    """The cluster started on this machine at ``port``, or ``None`` if there is no file."""
+    path = _info_path(port)
+    if not path.is_file():
+        return None
+    return ClusterInfo(**json.loads(path.read_text()))
+
+
+def remove_cluster_info(port: int) -> None:
+    _info_path(port).unlink(missing_ok=True)
+
+
+def parse_cluster_target(target: str, default_port: int) -> Tuple[str, int]:
+    """``"cluster"`` → (``127.0.0.1``, ``default_port``); ``"cluster://host:port"`` → (host, port).
+
+    :raises ValueError: for any other form, naming the accepted ones.
+    """
+    if target == "cluster":
+        return "127.0.0.1", default_port
+    if target.startswith("cluster://"):
+        rest = target[len("cluster://"):]
+        host, sep, port = rest.rpartition(":")
+        if sep and host and port.isdigit() and 0 < int(port) < 65536:
+            return host, int(port)
+    raise ValueError(
+        f"Invalid execution target {target!r}: use 'embedded', 'cluster' (the cluster started on "
+        "this machine) or 'cluster://host:port'")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free at the time of the call (for tests and ``--port 0``)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def _log_defs(log_file: str) -> Dict[str, Any]:
+    return {
+        "version": 1,
+        "formatters": {"plain": {"format": "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"}},
+        "handlers": {"file": {"class": "logging.FileHandler", "filename": log_file, "formatter": "plain"}},
+        "root": {"handlers": ["file"], "level": logging.INFO},
+    }
+
+
+def _bind_to_base_address() -> None:
+    """Make Thespian's TCP sockets listen on the base address only.
+
+    Thespian binds every externally reachable address (the admin's and every actor's) to all
+    interfaces (``('', port)``) whatever ``THESPIAN_BASE_IPADDR`` says; a cluster must only be
+    reachable where it was asked to be (loopback by default). Actor processes fork from the
+    process that started the system, so patching here covers them all. Idempotent.
+    """
+    from thespian.system.transport import IPBase  # noqa: PLC0415
+
+    cls = IPBase.IPActorAddress
+    if getattr(cls, "_rill_bind_patched", False):
+        return
+    original = cls.__init__
+
+    def __init__(self, *args, **kwargs):  # noqa: N807 - replaces Thespian's __init__
+        original(self, *args, **kwargs)
+        if self.bindname[0] == "" and os.environ.get("THESPIAN_BASE_IPADDR"):
+            self.bindname = self.sockname
+
+    cls.__init__ = __init__
+    cls._rill_bind_patched = True
+
+
+def _prepare_env(host: str, log_file: Optional[str]) -> None:
+    os.environ["THESPIAN_BASE_IPADDR"] = host
+    _bind_to_base_address()
+    if log_file is not None:
+        os.environ.setdefault("THESPLOG_FILE", log_file + ".thespian")
+
+
+def capabilities(port: int, extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """A fresh capabilities dict for the system at ``port`` (Thespian mutates the dict)."""
+    caps: Dict[str, Any] = {"Admin Port": int(port), "rill": True}
+    caps.update(extra or {})
+    return caps
+
+
+def start_actor_system(host: str, port: int, log_file: str, extra_capabilities: Optional[Dict[str, Any]] = None):
+    """Start a new actor system whose admin listens on ``host:port``; it outlives the caller.
+
+    :raises RuntimeError: if a system already answers on that port (Thespian would silently
+        join it).
+    """
+    from thespian.actors import ActorSystem  # noqa: PLC0415 - slow import, only for cluster mode
+
+    if _port_in_use(host, port):
+        raise RuntimeError(f"Port {port} on {host} is in use: is a cluster already running there? "
+                           f"(`rill cluster status --port {port}`)")
+    _prepare_env(host, log_file)
+    # the admin and every actor fork from here and keep every inherited file descriptor:
+    # callers that read this process' output through a pipe run it detached (see cluster_cli)
+    return ActorSystem(SYSTEM_BASE, capabilities(port, extra_capabilities), logDefs=_log_defs(log_file),
+                       transientUnique=True)
+
+
+def connect(host: str, port: int, timeout_s: float = 5.0):
+    """A handle on the running actor system at ``host:port`` (a transient external endpoint).
+
+    :raises ClusterNotRunningError: when nothing listens there.
+    """
+    from thespian.actors import ActorSystem  # noqa: PLC0415
+
+    if not _port_in_use(host, port, timeout_s):
+        raise ClusterNotRunningError(
+            f"No Rill cluster at cluster://{host}:{port}: start one with `rill cluster start --port {port}`")
+    _prepare_env(host, None)
+    return ActorSystem(SYSTEM_BASE, capabilities(port), logDefs=_log_defs(os.devnull), transientUnique=True)
+
+
+def _port_in_use(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=timeout_s):
+            return True
+    except OSError:
+        return False
+
+
+def admin_pid(host: str, port: int) -> Optional[int]:
+    """The pid of the process listening on ``host:port`` on this machine (from /proc), if any."""
+    inode = None
+    want = f"{socket.inet_aton(host)[::-1].hex().upper()}:{port:04X}"
+    try:
+        for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+            parts = line.split()
+            if parts[1] == want and parts[3] == "0A":  # LISTEN
+                inode = parts[9]
+                break
+    except OSError:
+        return None
+    if inode is None:
+        return None
+    target = f"socket:[{inode}]"
+    for pid_dir in Path("/proc").iterdir():
+        if not pid_dir.name.isdigit():
+            continue
+        try:
+            for fd in (pid_dir / "fd").iterdir():
+                if os.readlink(fd) == target:
+                    return int(pid_dir.name)
+        except OSError:
+            continue
+    return None
+
+
+def shutdown_actor_system(host: str, port: int, pid: Optional[int] = None, timeout_s: float = 15.0) -> bool:
+    """Shut the system at ``host:port`` down (every actor process exits), then make sure its
+    admin process ``pid`` and that process' children are gone (SIGTERM, then SIGKILL).
+
+    :returns: whether a running system was found.
+    """
+    found = _port_in_use(host, port)
+    if found:
+        try:
+            connect(host, port).shutdown()
+        except Exception:  # noqa: BLE001 - the backstop below still runs
+            logging.getLogger(__name__).warning("actor system shutdown at %s:%s failed", host, port, exc_info=True)
+    if pid is not None:
+        _kill_tree(pid, timeout_s)
+    deadline = time.monotonic() + timeout_s
+    while _port_in_use(host, port, 0.2) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return found
+
+
+def _children(pid: int):
+    out = []
+    for pid_dir in Path("/proc").iterdir():
+        if pid_dir.name.isdigit():
+            try:
+                stat = (pid_dir / "stat").read_text()
+                if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                    out.append(int(pid_dir.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def _kill_tree(pid: int, timeout_s: float) -> None:
+    pids = [pid]
+    frontier = [pid]
+    while frontier:
+        nxt = []
+        for p in frontier:
+            nxt.extend(_children(p))
+        pids.extend(nxt)
+        frontier = nxt
+    deadline = time.monotonic() + min(timeout_s, 5.0)
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for p in pids:
+            if _alive(p):
+                try:
+                    os.kill(p, sig)
+                except OSError:
+                    pass
+        end = time.monotonic() + 2.0
+        while any(_alive(p) for p in pids) and time.monotonic() < end:
+            time.sleep(0.05)
+
+
+def new_secret() -> bytes:
+    return secrets.token_bytes(32)

@@ -1,0 +1,267 @@
+"""The client side of cluster mode: submitting a job to a running cluster and following it
+(Flink's ``RestClusterClient`` + ``ClusterClientJobClientAdapter``).
+
+:class:`ClusterClient` is one connection to a cluster's actor system, shared by the whole
+process (Thespian's external endpoint is not thread-safe: every ask holds a lock).
+:class:`ClusterJobClient` has the same methods as the embedded ``JobClient``; a poller thread
+asks the Dispatcher for the job's report every ``POLL_INTERVAL_S`` and completes the result
+future when the job has ended.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import threading
+import time
+from typing import Dict, List, Optional, Tuple
+
+import cloudpickle
+
+from rill.graph.states import ExecutionState, JobStatus
+from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.actor_system import (
+    DISPATCHER_NAME,
+    RESOURCE_MANAGER_NAME,
+    ClusterNotRunningError,
+    connect,
+    parse_cluster_target,
+    read_cluster_info,
+)
+from rill.runtime.cluster.shipping import ship_job_graph
+from rill.runtime.errors import JobCancellationException, JobExecutionException
+
+__all__ = ["ClusterClient", "ClusterJobClient", "submit_to_cluster"]
+
+POLL_INTERVAL_S = 0.05
+ASK_TIMEOUT_S = 10.0
+_clients: Dict[Tuple[str, int], "ClusterClient"] = {}
+_clients_lock = threading.Lock()
+
+
+class ClusterClient:
+    """A connection to the cluster at ``host:port``.
+
+    :raises ClusterNotRunningError: when no cluster answers there.
+    """
+
+    def __init__(self, host: str, port: int):
+        self.host, self.port = host, port
+        self._lock = threading.Lock()
+        self._system = connect(host, port)
+        from rill.runtime.cluster.dispatcher import DispatcherActor  # noqa: PLC0415
+        from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
+        with self._lock:
+            self.dispatcher = self._system.createActor(DispatcherActor, globalName=DISPATCHER_NAME)
+            self.resource_manager = self._system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
+
+    @classmethod
+    def for_address(cls, host: str, port: int) -> "ClusterClient":
+        """The process-wide client of ``host:port`` (created on first use)."""
+        with _clients_lock:
+            client = _clients.get((host, port))
+            if client is None:
+                client = _clients[(host, port)] = cls(host, port)
+            return client
+
+    def ask(self, target, message, timeout_s: float = ASK_TIMEOUT_S):
+        """Send ``message`` and wait for the reply.
+
+        :raises ClusterNotRunningError: when no reply arrives within ``timeout_s``.
+        """
+        with self._lock:
+            reply = self._system.ask(target, message, timeout_s)
+        if reply is None:
+            raise ClusterNotRunningError(
+                f"The cluster at cluster://{self.host}:{self.port} did not answer {type(message).__name__} "
+                f"within {timeout_s} s")
+        return reply
+
+    def overview(self) -> m.ClusterOverview:
+        """TaskExecutors (from the ResourceManager) and jobs (from the Dispatcher)."""
+        tes = self.ask(self.resource_manager, m.RequestClusterOverview())
+        jobs = self.ask(self.dispatcher, m.RequestClusterOverview())
+        return m.ClusterOverview(tes.task_executors, jobs.jobs)
+
+    def cancel(self, job_id: str) -> bool:
+        """Cancel ``job_id``; returns whether the cluster knows the job."""
+        return self.ask(self.dispatcher, m.CancelJob(job_id)).known
+
+    def job_report(self, job_id: str):
+        return self.ask(self.dispatcher, m.RequestJobStatus(job_id))
+
+    def submit(self, job_graph, configuration, job_parameters=None, collect_channel=None) -> "ClusterJobClient":
+        """Ship ``job_graph`` and start it; returns its :class:`ClusterJobClient`.
+
+        :raises OperatorSerializationError: when a function cannot be shipped.
+        :raises JobSubmissionException: when the Dispatcher refuses the job.
+        """
+        from rill.runtime.errors import JobSubmissionException  # noqa: PLC0415
+        payload = ship_job_graph(job_graph)
+        job_id, job_name = str(job_graph.get_job_id()), job_graph.get_name()
+        collect = None
+        endpoints: Dict[str, Tuple[str, int]] = {}
+        secret = None
+        if collect_channel is not None:
+            collect, endpoints, secret = _start_collect(job_graph, collect_channel)
+        reply = self.ask(self.dispatcher, m.SubmitJob(job_id, job_name, payload, configuration,
+                                                      dict(job_parameters or {}), endpoints, secret))
+        if isinstance(reply, m.JobSubmissionFailed):
+            if collect is not None:
+                collect.close()
+            raise JobSubmissionException(job_id, f"The cluster refused job '{job_name}' ({job_id}): {reply.message}")
+        return ClusterJobClient(self, job_id, job_name, collect_channel, collect)
+
+
+def _start_collect(job_graph, channel):
+    """A collect server for ``execute_and_collect``: the sink subtasks connect to it."""
+    from rill.operators.collect_sink import CollectSinkOperator  # noqa: PLC0415
+    from rill.runtime.cluster.collect_service import CollectServer  # noqa: PLC0415
+    writers = 0
+    for v in job_graph.get_vertices():
+        for cfg in v.stream_configs.values():
+            op = getattr(cfg.operator_factory, "operator", None)
+            if isinstance(op, CollectSinkOperator) and op.channel_id == channel.channel_id:
+                writers += v.get_parallelism()
+    secret = os.urandom(32)
+    server = CollectServer(secret)
+    address = server.start()
+    server.attach(channel, writers)
+    return server, {channel.channel_id: tuple(address)}, secret
+
+
+class ClusterJobClient:
+    """A job running on a cluster; the same methods as the embedded ``JobClient``."""
+
+    def __init__(self, client: ClusterClient, job_id: str, job_name: str, collect_channel=None, collect_server=None):
+        self._client = client
+        self._job_id = job_id
+        self._job_name = job_name
+        self._report: Optional[m.JobStatusReport] = None
+        self._result: "concurrent.futures.Future" = concurrent.futures.Future()
+        self._collect_channel = collect_channel
+        self._collect_server = collect_server
+        self._poller = threading.Thread(target=self._poll, name=f"rill-job-{job_id[:8]}", daemon=True)
+        self._poller.start()
+
+    # -- polling -------------------------------------------------------------------------------
+    def _poll(self) -> None:
+        failures = 0
+        while True:
+            try:
+                report = self._client.job_report(self._job_id)
+                failures = 0
+            except Exception as e:  # noqa: BLE001 - the cluster may be gone
+                failures += 1
+                if failures >= 3:
+                    self._finish(None, JobExecutionException(
+                        self._job_id, f"Lost contact with the cluster running job '{self._job_name}' "
+                                      f"({self._job_id}): {e}"), None)
+                    return
+                time.sleep(POLL_INTERVAL_S)
+                continue
+            if isinstance(report, m.JobStatusReport):
+                self._report = report
+                if report.result is not None:
+                    result, error, cause = cloudpickle.loads(report.result)
+                    self._finish(result, error, cause)
+                    return
+            elif isinstance(report, m.UnknownJob):
+                self._finish(None, JobExecutionException(
+                    self._job_id, f"The cluster no longer knows job '{self._job_name}' ({self._job_id})"), None)
+                return
+            time.sleep(POLL_INTERVAL_S)
+
+    def _finish(self, result, error, cause) -> None:
+        if error is not None and cause is not None:
+            error.__cause__ = cause
+        if self._collect_server is not None:
+            try:
+                if error is None:
+                    problems = self._collect_server.wait_writers_done(self._collect_channel.channel_id, 30.0)
+                    if problems:
+                        raise problems[0]
+            except Exception as e:  # noqa: BLE001 - results are missing: the job failed for the reader
+                error = JobExecutionException(self._job_id, f"Job '{self._job_name}' ({self._job_id}) finished "
+                                                            f"but its collected results did not all arrive: {e}")
+                error.__cause__ = e
+            finally:
+                self._collect_server.close()
+        if self._collect_channel is not None:
+            self._collect_channel.end(None if isinstance(error, JobCancellationException) else error)
+        if error is not None:
+            self._result.set_exception(error)
+        else:
+            self._result.set_result(result)
+
+    # -- JobClient ----------------------------------------------------------------------------
+    def get_job_id(self) -> str:
+        return self._job_id
+
+    def get_job_name(self) -> str:
+        return self._job_name
+
+    def get_job_status(self) -> JobStatus:
+        report = self._report
+        return JobStatus[report.status] if report is not None else JobStatus.CREATED
+
+    def cancel(self) -> "concurrent.futures.Future[None]":
+        """Cancel the job; the returned future completes when it has stopped."""
+        self._client.cancel(self._job_id)
+        done: "concurrent.futures.Future[None]" = concurrent.futures.Future()
+        self._result.add_done_callback(lambda _f: done.set_result(None))
+        return done
+
+    def get_job_execution_result(self) -> "concurrent.futures.Future":
+        return self._result
+
+    def wait(self, timeout_s: Optional[float] = None) -> JobStatus:
+        concurrent.futures.wait([self._result], timeout=timeout_s)
+        return self.get_job_status()
+
+    def is_done(self) -> bool:
+        return self._result.done()
+
+    def get_execution_states(self) -> Dict[str, ExecutionState]:
+        report = self._report
+        return {} if report is None else {k: ExecutionState[v] for k, v in report.execution_states.items()}
+
+    def get_metrics(self) -> List:
+        report = self._report
+        return [] if report is None else list(report.metrics)
+
+    def get_vertex_summaries(self):
+        report = self._report
+        return [] if report is None else list(report.vertex_summaries)
+
+    def get_source_progress(self) -> Tuple[int, Optional[int]]:
+        report = self._report
+        return (0, None) if report is None else tuple(report.source_progress)
+
+    def source_units_are_bytes(self) -> bool:
+        report = self._report
+        return bool(report and report.source_units_are_bytes)
+
+    def get_net_runtime_ms(self) -> Optional[int]:
+        report = self._report
+        return None if report is None else report.net_runtime_ms
+
+
+def submit_to_cluster(target: str, job_graph, configuration, job_parameters=None, collect_channel=None):
+    """Submit to the cluster named by ``target`` (``cluster`` or ``cluster://host:port``).
+
+    ``cluster`` means the cluster ``rill cluster start`` started on this machine at
+    ``jobmanager.rpc.port``.
+
+    :raises ClusterNotRunningError: when no cluster answers.
+    """
+    from rill.common.configuration import ConfigOptions  # noqa: PLC0415
+    host, port = parse_cluster_target(target, configuration.get(ConfigOptions.JOBMANAGER_RPC_PORT))
+    if target == "cluster":
+        info = read_cluster_info(port)
+        if info is None:
+            raise ClusterNotRunningError(
+                f"execution.target is 'cluster' but no cluster was started on this machine at port {port}: "
+                f"run `rill cluster start --port {port}` (or set jobmanager.rpc.port / use cluster://host:port)")
+        host = info.host
+    return ClusterClient.for_address(host, port).submit(job_graph, configuration, job_parameters, collect_channel)

@@ -1,0 +1,352 @@
+"""``JobMasterActor``: one job on the cluster (Flink's ``JobMaster`` RPC endpoint, one per
+job, created by the Dispatcher).
+
+It runs the same :class:`~rill.runtime.jobmaster.job_master.JobMaster` as the embedded mode --
+ExecutionGraph, source coordinators, slot sharing, state tracking, failure and cancellation
+rules -- with a :class:`ClusterDeployer` in place of the in-process TaskExecutor: tasks are
+:class:`RemoteTask` handles whose state arrives as messages.
+
+Deployment in two steps, because each task's process must be running before its consumers can
+be told where to read: slots from the ResourceManager → ``StartTask`` to each slot's
+TaskExecutor → every StreamTask reports its data address (``TaskProcessReady``) → each gets
+its descriptor with the location of every partition it reads (``DeployTask``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import timedelta
+from typing import Dict, List, Optional
+
+import cloudpickle
+from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessage
+
+from rill.graph.states import ExecutionState
+from rill.runtime.cluster import messages as m
+from rill.runtime.errors import JobExecutionException, RemoteTaskException
+from rill.runtime.metrics import TaskIOMetrics
+
+__all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "TaskExecutorLostException"]
+
+log = logging.getLogger("rill.cluster.jobmaster")
+
+REPORT_INTERVAL = timedelta(milliseconds=100)
+
+
+class TaskExecutorLostException(Exception):
+    """The TaskExecutor that hosted a task is gone (Flink's ``TaskManagerLostException`` /
+    "TaskManager with id ... is no longer reachable")."""
+
+
+class _RemoteMetrics:
+    """The latest metrics a task reported (zeros before the first report)."""
+
+    def __init__(self, task_name: str, subtask_index: int):
+        self._snapshot = TaskIOMetrics(task_name, subtask_index).snapshot()
+        self._progress = 0
+
+    def update(self, snapshot, progress: int) -> None:
+        if snapshot is not None:
+            self._snapshot = snapshot
+            self._progress = progress
+
+    def snapshot(self):
+        return self._snapshot
+
+    def source_progress(self) -> int:
+        return self._progress
+
+
+class RemoteTask:
+    """The JobMaster's handle on a task running in a StreamTask actor: the same attributes the
+    JobMaster reads from an embedded ``Task``.
+
+    :param tdd: the task's descriptor (locations are added at deployment).
+    :param slot: the ``AllocatedSlot`` it runs in.
+    :param listener: the JobMaster's state listener.
+    :param send: the actor's ``send``.
+    """
+
+    def __init__(self, tdd, slot: m.AllocatedSlot, listener, send):
+        self.tdd = tdd
+        self.slot = slot
+        self.listener = listener
+        self._send = send
+        self.execution_state = ExecutionState.CREATED
+        self.metrics = _RemoteMetrics(tdd.task_name, tdd.subtask_index)
+        self.actor = None  # the StreamTask actor, once its process is ready
+        self.data_address = None
+        self.pid = None
+        self.cancel_requested = False
+
+    @property
+    def task_name_with_subtasks(self) -> str:
+        return self.tdd.task_name_with_subtasks
+
+    def start(self) -> None:
+        """Nothing: the JobMasterActor deploys all tasks once every process is ready."""
+
+    def update_state(self, state: ExecutionState, failure) -> None:
+        if self.execution_state.is_terminal() or state is self.execution_state:
+            return
+        self.execution_state = state
+        self.listener(self, state, failure)
+
+    def cancel_execution(self) -> None:
+        if self.execution_state.is_terminal():
+            return
+        self.cancel_requested = True
+        if self.actor is not None and self.execution_state is not ExecutionState.CREATED:
+            self._send(self.actor, m.CancelTask(self.tdd.attempt_id))
+        else:  # not deployed yet: nothing runs, it ends here
+            self.update_state(ExecutionState.CANCELED, None)
+
+
+class ClusterDeployer:
+    """Stands in for the TaskExecutor the JobMaster deploys to: ``num_slots`` allocated slots
+    and ``submit_task`` creating :class:`RemoteTask` handles."""
+
+    def __init__(self, slots: List[m.AllocatedSlot], send):
+        self.slots = slots
+        self.num_slots = len(slots)
+        self._send = send
+        self.tasks: Dict[str, RemoteTask] = {}
+
+    def submit_task(self, tdd, coordinators, listener) -> RemoteTask:
+        task = RemoteTask(tdd, self.slots[tdd.slot_index], listener, self._send)
+        self.tasks[tdd.attempt_id] = task
+        return task
+
+
+class JobMasterActor(Actor):
+    """One job; see the module docstring."""
+
+    def __init__(self):
+        super().__init__()
+        self.job_id = None
+        self.jm = None
+        self.deployer: Optional[ClusterDeployer] = None
+        self.dispatcher = None
+        self.resource_manager = None
+        self.submission: Optional[m.SubmitJob] = None
+        self.netty_config = None
+        self.deployed = False
+        self.final_sent = False
+        self.early_failure: Optional[BaseException] = None
+
+    def receiveMessage(self, msg, sender):  # noqa: N802, C901 - Thespian's name; one dispatch
+        try:
+            self._handle(msg, sender)
+        except Exception as e:  # noqa: BLE001 - a bug here must fail the job, not hang it
+            log.exception("JobMaster %s: %s failed", self.job_id, type(msg).__name__)
+            self._fail_all(f"the JobMaster failed handling {type(msg).__name__}: {type(e).__name__}: {e}")
+
+    def _handle(self, msg, sender) -> None:
+        if isinstance(msg, m.StartJobMaster):
+            self._start(msg)
+        elif isinstance(msg, m.SlotsAllocated):
+            self._deploy_processes(msg.slots)
+        elif isinstance(msg, m.SlotRequestFailed):
+            self._fail_before_deployment(msg.message)
+        elif isinstance(msg, m.TaskProcessReady):
+            task = self._task(msg.attempt_id)
+            task.actor, task.data_address, task.pid = sender, tuple(msg.data_address), msg.pid
+            if task.cancel_requested:
+                task.update_state(ExecutionState.CANCELED, None)
+            self._maybe_deploy_tasks()
+        elif isinstance(msg, m.TaskProcessFailed):
+            if self.deployer is not None:
+                task = self.deployer.tasks.get(msg.attempt_id)
+                self._fail_tasks([task] if task else [], msg.message, RemoteTaskException)
+        elif isinstance(msg, m.TaskExecutionStateUpdate):
+            task = self._task(msg.attempt_id)
+            task.metrics.update(msg.snapshot, msg.source_progress)
+            failure = None
+            if msg.failure is not None:
+                failure = cloudpickle.loads(msg.failure)
+                _attach_remote_traceback(failure, task)
+            task.update_state(ExecutionState[msg.state], failure)
+        elif isinstance(msg, m.TaskMetricsReport):
+            self._task(msg.attempt_id).metrics.update(msg.snapshot, msg.source_progress)
+        elif isinstance(msg, m.RequestSplit):
+            self._serve_split(msg, sender)
+        elif isinstance(msg, m.CancelJob):
+            if self.jm is not None:
+                self.jm.cancel()
+        elif isinstance(msg, m.TaskExecutorLost):
+            lost = [t for t in self.deployer.tasks.values() if t.slot.resource_id == msg.resource_id] \
+                if self.deployer else []
+            self._fail_tasks(lost, msg.cause)
+        elif isinstance(msg, WakeupMessage):
+            self._report()
+        elif isinstance(msg, ActorExitRequest):
+            self._release_tasks()
+        elif isinstance(msg, PoisonMessage):
+            log.warning("JobMaster %s: undeliverable %r", self.job_id, msg.poisonMessage)
+
+    # -- start -------------------------------------------------------------------------------
+    def _start(self, msg: m.StartJobMaster) -> None:
+        from rill.common.configuration import ConfigOptions  # noqa: PLC0415
+        from rill.network.netty.config import NettyConfig  # noqa: PLC0415
+        from rill.runtime.jobmaster.job_master import JobMaster  # noqa: PLC0415
+        from rill.runtime.jobmaster.scheduler import required_slots  # noqa: PLC0415
+
+        self.job_id = msg.job_id
+        self.dispatcher = msg.dispatcher
+        self.resource_manager = msg.resource_manager
+        self.submission = sub = msg.submission
+        conf = sub.configuration
+        self.netty_config = NettyConfig(
+            secret=msg.secret,
+            host=conf.get(ConfigOptions.TASKMANAGER_HOST),
+            flow_control=conf.get(ConfigOptions.NETWORK_CREDIT_MODEL),
+            compression=conf.get(ConfigOptions.NETWORK_COMPRESSION),
+            exclusive_buffers_per_channel=conf.get(ConfigOptions.BUFFERS_PER_CHANNEL),
+            floating_buffers_per_gate=conf.get(ConfigOptions.FLOATING_BUFFERS_PER_GATE),
+            max_payload_size_bytes=conf.get(ConfigOptions.NETWORK_MAX_PAYLOAD_SIZE),
+        )
+        self.wakeupAfter(REPORT_INTERVAL)
+        try:
+            job_graph = cloudpickle.loads(sub.job_graph)
+        except Exception as e:  # noqa: BLE001 - user code that does not load here
+            self.early_failure = JobExecutionException(
+                self.job_id, f"Job '{sub.job_name}' ({self.job_id}) failed: its JobGraph could not be loaded "
+                f"in the JobMaster: {type(e).__name__}: {e}")
+            self.early_failure.__cause__ = e
+            self._report()
+            return
+        self.deployer = ClusterDeployer([], self.send)
+        self.jm = JobMaster(job_graph, self.deployer, conf, sub.job_parameters, on_terminal=self._on_terminal)
+        self.send(self.resource_manager, m.RequestSlots(self.job_id, sum(required_slots(job_graph).values())))
+
+    def _fail_before_deployment(self, message: str) -> None:
+        from rill.runtime.errors import NoResourceAvailableException  # noqa: PLC0415
+        self.jm.fail_deployment(NoResourceAvailableException(message))
+
+    def _deploy_processes(self, slots: List[m.AllocatedSlot]) -> None:
+        self.deployer.slots, self.deployer.num_slots = slots, len(slots)
+        self.jm.start()
+        if self.jm.result_future.done():
+            return
+        for task in self.deployer.tasks.values():
+            tdd = task.tdd
+            self.send(task.slot.task_executor, m.StartTask(self.job_id, tdd.attempt_id, tdd.task_name_with_subtasks,
+                                                           task.slot.slot_number, self.myAddress, self.netty_config))
+
+    def _maybe_deploy_tasks(self) -> None:
+        tasks = self.deployer.tasks
+        if self.deployed or any(t.data_address is None for t in tasks.values()):
+            return
+        self.deployed = True
+        if self.jm.result_future.done():
+            return
+        sub = self.submission
+        for task in tasks.values():
+            if task.execution_state.is_terminal():
+                continue
+            tdd = task.tdd
+            gates = []
+            for gdd in tdd.input_gates:
+                gates.append(dataclasses.replace(gdd, locations=[tasks[pid.producer_id].data_address
+                                                                 for pid, _ in gdd.channels]))
+            shipped = dataclasses.replace(tdd, input_gates=gates)
+            task.execution_state = ExecutionState.DEPLOYING
+            self.send(task.actor, m.DeployTask(cloudpickle.dumps(shipped), sub.collect_endpoints, sub.collect_secret))
+
+    def _task(self, attempt_id: str) -> RemoteTask:
+        return self.deployer.tasks[attempt_id]
+
+    # -- sources -------------------------------------------------------------------------------
+    def _serve_split(self, msg: m.RequestSplit, sender) -> None:
+        coordinator = self.jm.coordinators.get(msg.node_id)
+        try:
+            split = coordinator.request_split(msg.subtask_index)
+            self.send(sender, m.SplitResponse(msg.request_id, None if split is None else cloudpickle.dumps(split)))
+        except Exception as e:  # noqa: BLE001 - the enumerator's failure fails the reader
+            self.send(sender, m.SplitResponse(msg.request_id, None, f"the split enumerator failed: "
+                                                                   f"{type(e).__name__}: {e}"))
+
+    # -- failures -------------------------------------------------------------------------------
+    def _fail_tasks(self, tasks: List[RemoteTask], cause: str, error_type=TaskExecutorLostException) -> None:
+        """Fail ``tasks`` (all still running) with ``error_type(cause)``; with no task given, fail
+        the job through one live task."""
+        from rill.runtime.taskmanager.task import TaskFailure  # noqa: PLC0415
+        if self.jm is None or self.deployer is None:
+            return
+        live = [t for t in tasks if not t.execution_state.is_terminal()]
+        if not live and tasks:
+            return
+        if not live:  # no particular task: fail the job through every live one
+            live = [t for t in self.deployer.tasks.values() if not t.execution_state.is_terminal()][:1]
+        for t in live:
+            error = error_type(cause)
+            t.update_state(ExecutionState.FAILED, TaskFailure(t.task_name_with_subtasks, None, error, ""))
+
+    def _fail_all(self, cause: str) -> None:
+        try:
+            self._fail_tasks([], cause)
+        except Exception:  # noqa: BLE001
+            log.exception("JobMaster %s: could not fail the job", self.job_id)
+
+    # -- end and reports --------------------------------------------------------------------------
+    def _on_terminal(self, jm) -> None:
+        self._release_tasks()
+        self.send(self.resource_manager, m.FreeSlots(self.job_id))
+
+    def _release_tasks(self) -> None:
+        if self.deployer is None:
+            return
+        for task in self.deployer.tasks.values():
+            if task.actor is not None:
+                self.send(task.actor, ActorExitRequest())
+                task.actor = None
+
+    def _report(self) -> None:
+        if self.final_sent:
+            return
+        report = self._status_report()
+        self.send(self.dispatcher, report)
+        if report.result is not None:
+            self.final_sent = True  # the Dispatcher stops this actor once it has the final report
+        else:
+            self.wakeupAfter(REPORT_INTERVAL)
+
+    def _status_report(self) -> m.JobStatusReport:
+        sub = self.submission
+        if self.jm is None:
+            return m.JobStatusReport(self.job_id, sub.job_name, "FAILED", {}, [], [], (0, None), False, 0,
+                                     _pickle_outcome(None, self.early_failure))
+        jm = self.jm
+        result = None
+        if jm.result_future.done():
+            error = self.early_failure or jm.result_future.exception()
+            result = _pickle_outcome(None if error else jm.result_future.result(), error)
+        from rill.datastream.connectors.file_system import FileSource  # noqa: PLC0415
+        return m.JobStatusReport(
+            job_id=self.job_id, job_name=jm.job_name,
+            status="FAILED" if self.early_failure else jm.status.name,
+            execution_states={t.task_name_with_subtasks: t.execution_state.name for t in jm.tasks},
+            metrics=jm.task_metrics(), vertex_summaries=jm.vertex_summaries(),
+            source_progress=jm.source_progress(),
+            source_units_are_bytes=any(isinstance(c.source, FileSource) for c in jm.coordinators.values()),
+            net_runtime_ms=jm.get_net_runtime_ms(), result=result)
+
+
+def _attach_remote_traceback(failure, task: RemoteTask) -> None:
+    if failure.traceback_text and hasattr(failure.error, "add_note"):
+        failure.error.add_note(f"Remote traceback (task {task.task_name_with_subtasks}, pid {task.pid}):\n"
+                               f"{failure.traceback_text.rstrip()}")
+
+
+def _pickle_outcome(result, error: Optional[BaseException]) -> bytes:
+    """``(result, error, cause)`` for the client; pickle drops ``__cause__``, so it travels
+    alongside; a cause that cannot be pickled travels as a RemoteTaskException."""
+    cause = error.__cause__ if error is not None else None
+    try:
+        return cloudpickle.dumps((result, error, cause))
+    except Exception:  # noqa: BLE001
+        text = RemoteTaskException(f"{type(cause).__name__}: {cause}")
+        for note in getattr(cause, "__notes__", []):
+            text.add_note(note)
+        return cloudpickle.dumps((result, error, text))

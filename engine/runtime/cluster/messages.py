@@ -1,0 +1,344 @@
+"""Messages of the cluster's control plane (Flink's RPC gateways, as Thespian messages).
+
+Every message is a small picklable dataclass. Anything that carries user code (job graphs,
+task deployment descriptors, source splits, task failures) travels as ``bytes`` pickled with
+cloudpickle by the sender, so Thespian's own pickling never touches user objects and a
+deserialization error is raised, with context, by the receiver's code.
+
+Flow of a job (names as in Flink)::
+
+    client --SubmitJob--> Dispatcher --(creates)--> JobMaster --RequestSlots--> ResourceManager
+    ResourceManager --SlotsAllocated--> JobMaster --StartTask--> TaskExecutor --(creates)--> StreamTask
+    StreamTask --TaskProcessReady(data address)--> JobMaster --DeployTask(TDD + locations)--> StreamTask
+    StreamTask --TaskExecutionStateUpdate / TaskMetricsReport / RequestSplit--> JobMaster
+    JobMaster --JobStatusReport--> Dispatcher <--RequestJobStatus-- client
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Dict, List, Optional, Tuple
+
+
+def _short_repr(self) -> str:
+    """Thespian formats every message it sends (``TransmitIntent.identify``): keep the big ones
+    cheap -- their class and first field only."""
+    first = fields(self)[0].name
+    value = getattr(self, first)
+    shown = f"<{len(value)} bytes>" if isinstance(value, (bytes, bytearray)) else repr(value)[:40]
+    return f"{type(self).__name__}({first}={shown}, ...)"
+
+# ---------------------------------------------------------------- client ↔ Dispatcher
+
+
+@dataclass(frozen=True, repr=False)
+class SubmitJob:
+    """:ivar job_graph: the JobGraph pickled with cloudpickle. :ivar configuration: the
+    program's merged Configuration. :ivar collect_endpoints: ``channel id → (host, port)`` of
+    the client's collect servers."""
+
+    job_id: str
+    job_name: str
+    job_graph: bytes
+    configuration: Any
+    job_parameters: Dict[str, str]
+    collect_endpoints: Dict[str, Tuple[str, int]] = field(default_factory=dict)
+    collect_secret: Optional[bytes] = None
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True)
+class JobSubmitted:
+    job_id: str
+    job_name: str
+
+
+@dataclass(frozen=True)
+class JobSubmissionFailed:
+    """The job could not be accepted; ``message`` says why."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class RequestJobStatus:
+    job_id: str
+
+
+@dataclass(frozen=True)
+class CancelJob:
+    job_id: str
+
+
+@dataclass(frozen=True)
+class CancelAck:
+    job_id: str
+    known: bool
+
+
+@dataclass(frozen=True)
+class RequestClusterOverview:
+    pass
+
+
+@dataclass(frozen=True, repr=False)
+class ClusterOverview:
+    """:ivar task_executors: one ``(resource id, slots, free slots, pid, host)`` per
+    registered TaskExecutor. :ivar jobs: ``(job id, name, status)`` of every known job."""
+
+    task_executors: List[Tuple[str, int, int, int, str]]
+    jobs: List[Tuple[str, str, str]]
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True)
+class UnknownJob:
+    job_id: str
+
+
+@dataclass(repr=False)
+class JobStatusReport:
+    """What the JobMaster tells the Dispatcher (and the Dispatcher the client) about a job.
+
+    :ivar status: a ``JobStatus`` name. :ivar execution_states: ``"Name (i/p)"`` → an
+        ``ExecutionState`` name. :ivar metrics: the latest ``TaskMetricsSnapshot`` of every
+        task. :ivar result: at the end, the pickled ``JobExecutionResult`` or exception.
+    """
+
+    job_id: str
+    job_name: str
+    status: str
+    execution_states: Dict[str, str]
+    metrics: List[Any]
+    vertex_summaries: List[Any]
+    source_progress: Tuple[int, Optional[int]]
+    source_units_are_bytes: bool
+    net_runtime_ms: Optional[int]
+    result: Optional[bytes] = None
+
+    __repr__ = _short_repr
+
+
+# ---------------------------------------------------------------- Dispatcher ↔ JobMaster
+
+
+@dataclass(frozen=True, repr=False)
+class StartJobMaster:
+    job_id: str
+    submission: SubmitJob
+    dispatcher: Any
+    resource_manager: Any
+    secret: bytes
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True)
+class JobMasterTerminated:
+    job_id: str
+
+
+# ---------------------------------------------------------------- JobMaster ↔ ResourceManager
+
+
+@dataclass(frozen=True)
+class RequestSlots:
+    job_id: str
+    num_slots: int
+
+
+@dataclass(frozen=True)
+class AllocatedSlot:
+    """One slot: the TaskExecutor actor's address, its resource id, slot number and host."""
+
+    task_executor: Any
+    resource_id: str
+    slot_number: int
+    host: str
+
+
+@dataclass(frozen=True, repr=False)
+class SlotsAllocated:
+    job_id: str
+    slots: List[AllocatedSlot]
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True)
+class SlotRequestFailed:
+    job_id: str
+    message: str
+
+
+@dataclass(frozen=True)
+class FreeSlots:
+    job_id: str
+
+
+@dataclass(frozen=True)
+class TaskExecutorLost:
+    """A TaskExecutor that held slots of the job is gone (process exited or heartbeat timed out)."""
+
+    resource_id: str
+    cause: str
+
+
+# ---------------------------------------------------------------- TaskExecutor ↔ ResourceManager
+
+
+@dataclass(frozen=True)
+class InitResourceManager:
+    """``rill cluster start`` → ResourceManager: heartbeat settings (ms, Flink's
+    ``heartbeat.interval``/``heartbeat.timeout``)."""
+
+    heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int
+
+
+@dataclass(frozen=True)
+class InitDispatcher:
+    resource_manager: Any
+    secret: bytes
+
+
+@dataclass(frozen=True)
+class StartTaskExecutors:
+    """Sent by ``rill cluster start`` to the ResourceManager: create ``count`` TaskExecutors
+    with ``slots`` each in this actor system."""
+
+    count: int
+    slots: int
+    host: str
+
+
+@dataclass(frozen=True)
+class InitTaskExecutor:
+    resource_id: str
+    slots: int
+    host: str
+    resource_manager: Any
+    heartbeat_interval_ms: int
+
+
+@dataclass(frozen=True)
+class RegisterTaskExecutor:
+    resource_id: str
+    slots: int
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class Heartbeat:
+    resource_id: str
+
+
+@dataclass(frozen=True)
+class Ack:
+    pass
+
+
+# ---------------------------------------------------------------- JobMaster ↔ TaskExecutor ↔ StreamTask
+
+
+@dataclass(frozen=True)
+class StartTask:
+    """JobMaster → TaskExecutor: start the process of one task attempt in slot ``slot_number``."""
+
+    job_id: str
+    attempt_id: str
+    task_name: str
+    slot_number: int
+    job_master: Any
+    netty_config: Any
+
+
+@dataclass(frozen=True)
+class StartTaskProcess:
+    """TaskExecutor → its new StreamTask actor."""
+
+    job_id: str
+    attempt_id: str
+    task_name: str
+    job_master: Any
+    netty_config: Any
+    resource_id: str
+
+
+@dataclass(frozen=True)
+class TaskProcessReady:
+    """StreamTask → JobMaster: the process runs and serves its partitions at ``data_address``."""
+
+    attempt_id: str
+    data_address: Tuple[str, int]
+    pid: int
+
+
+@dataclass(frozen=True)
+class TaskProcessFailed:
+    attempt_id: str
+    message: str
+
+
+@dataclass(frozen=True, repr=False)
+class DeployTask:
+    """JobMaster → StreamTask: the TaskDeploymentDescriptor (cloudpickled, with the locations
+    of every consumed partition) and the job's collect endpoints."""
+
+    tdd: bytes
+    collect_endpoints: Dict[str, Tuple[str, int]]
+    collect_secret: Optional[bytes]
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True, repr=False)
+class TaskExecutionStateUpdate:
+    """StreamTask → JobMaster. ``failure`` is a pickled ``TaskFailure`` when the task failed."""
+
+    attempt_id: str
+    state: str
+    failure: Optional[bytes] = None
+    snapshot: Any = None
+    source_progress: int = 0
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True, repr=False)
+class TaskMetricsReport:
+    attempt_id: str
+    snapshot: Any
+    source_progress: int
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True)
+class CancelTask:
+    attempt_id: str
+
+
+@dataclass(frozen=True)
+class RequestSplit:
+    """StreamTask → JobMaster: the next split for source ``node_id``'s subtask."""
+
+    attempt_id: str
+    request_id: int
+    node_id: int
+    subtask_index: int
+
+
+@dataclass(frozen=True, repr=False)
+class SplitResponse:
+    """``split`` is a cloudpickled ``SourceSplit`` or ``None`` (no more splits); ``error`` a
+    message when the enumerator failed."""
+
+    request_id: int
+    split: Optional[bytes]
+    error: Optional[str] = None
+
+    __repr__ = _short_repr

@@ -1,0 +1,249 @@
+"""``StreamTaskActor``: one task attempt in its own process.
+
+The actor owns the process' network stack (a ``NettyConnectionManager`` serving the task's
+partitions and reading its remote channels) and runs the task's mailbox loop on the task
+thread (the same :class:`~rill.runtime.taskmanager.task.Task` as in embedded mode). Actor
+messages reach the task as calls the task's mailbox expects from other threads
+(``cancel_execution``); what the task thread has to say (state changes, split requests) goes
+through an outbox that wakes the actor through a socket pair it watches (``ThespianWatch``),
+because a Thespian actor must only send from its own thread.
+
+Life: ``StartTaskProcess`` (start the network stack, report the data address) →
+``DeployTask`` (descriptor with partition locations: create partitions and gates, start the
+task thread) → state updates and metrics every ``METRICS_INTERVAL`` → ``ActorExitRequest``
+from the JobMaster when the job is over (cancel if still running, release partitions, stop
+the network stack, exit).
+"""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import logging
+import os
+import socket
+import threading
+import traceback
+from datetime import timedelta
+from typing import Any, Dict, Optional
+
+import cloudpickle
+from thespian.actors import Actor, ActorExitRequest, PoisonMessage, ThespianWatch, WakeupMessage, WatchMessage
+
+from rill.runtime.cluster import messages as m
+
+__all__ = ["StreamTaskActor", "RemoteSourceCoordinator"]
+
+log = logging.getLogger("rill.cluster.task")
+
+METRICS_INTERVAL = timedelta(milliseconds=200)
+
+
+class _Outbox:
+    """Messages from any thread to the actor's thread; ``post`` wakes the actor."""
+
+    def __init__(self) -> None:
+        self._queue: collections.deque = collections.deque()
+        self._r, self._w = socket.socketpair()
+        self._r.setblocking(False)
+        self._w.setblocking(False)
+
+    def fileno(self) -> int:
+        return self._r.fileno()
+
+    def post(self, target: Any, msg: Any) -> None:
+        self._queue.append((target, msg))
+        try:
+            self._w.send(b"x")
+        except (BlockingIOError, OSError):
+            pass  # already awake (buffer full) or closing
+
+    def drain(self):
+        try:
+            while self._r.recv(4096):
+                pass
+        except (BlockingIOError, OSError):
+            pass
+        while self._queue:
+            yield self._queue.popleft()
+
+    def close(self) -> None:
+        self._r.close()
+        self._w.close()
+
+
+class RemoteSourceCoordinator:
+    """The task side of a source's ``SourceCoordinator``, which lives in the JobMaster: a split
+    request is a ``RequestSplit`` message, and the ``SplitResponse`` goes to the source
+    operator's callback, which hands it to the task thread as a mail (Flink's
+    ``RequestSplitEvent`` / ``AddSplitEvent``). The task thread never waits for it.
+    """
+
+    asynchronous = True
+    _ids = itertools.count()
+
+    def __init__(self, node_id: int, attempt_id: str, outbox: _Outbox, job_master: Any):
+        self.node_id = node_id
+        self.attempt_id = attempt_id
+        self._outbox = outbox
+        self._job_master = job_master
+        self._pending: Dict[int, Any] = {}
+        self._lock = threading.Lock()
+
+    def request_split_async(self, subtask_index: int, callback) -> None:
+        """Ask for the next split; ``callback(split_or_None)`` runs on the actor's thread, or
+        ``callback(None, error)`` when the split enumerator failed."""
+        request_id = next(self._ids)
+        with self._lock:
+            self._pending[request_id] = callback
+        self._outbox.post(self._job_master, m.RequestSplit(self.attempt_id, request_id, self.node_id, subtask_index))
+
+    def complete(self, response: m.SplitResponse) -> bool:
+        """Actor thread: deliver a response; ``False`` if it is not one of this source's."""
+        with self._lock:
+            callback = self._pending.pop(response.request_id, None)
+        if callback is None:
+            return False
+        try:
+            if response.error is not None:
+                callback(None, RuntimeError(response.error))
+            else:
+                callback(None if response.split is None else cloudpickle.loads(response.split))
+        except Exception:  # noqa: BLE001 - the mailbox is closed: the task is ending anyway
+            log.debug("split for a task that is ending dropped", exc_info=True)
+        return True
+
+
+class StreamTaskActor(Actor):
+    """One task attempt; see the module docstring for its life."""
+
+    def __init__(self):
+        super().__init__()
+        self.outbox = _Outbox()
+        self.attempt_id: Optional[str] = None
+        self.job_master = None
+        self.partition_manager = None
+        self.connection_manager = None
+        self.task = None
+        self.coordinators: Dict[int, RemoteSourceCoordinator] = {}
+        self.released = False
+
+    def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
+        try:
+            self._handle(msg, sender)
+        except Exception as e:  # noqa: BLE001 - report, never let Thespian retry a deployment
+            log.exception("task %s: handling %s failed", self.attempt_id, type(msg).__name__)
+            if self.job_master is not None and not self.released:
+                self.send(self.job_master, m.TaskProcessFailed(
+                    self.attempt_id or "?", f"{type(msg).__name__} failed in pid {os.getpid()}: "
+                    f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
+        if self.released:
+            return None
+        return ThespianWatch([self.outbox.fileno()])
+
+    def _handle(self, msg, sender) -> None:
+        if isinstance(msg, WatchMessage):
+            self._flush_outbox()
+        elif isinstance(msg, m.StartTaskProcess):
+            self._start_process(msg, sender)
+        elif isinstance(msg, m.DeployTask):
+            self._deploy(msg)
+        elif isinstance(msg, m.SplitResponse):
+            for c in self.coordinators.values():
+                if c.complete(msg):
+                    break
+        elif isinstance(msg, m.CancelTask):
+            if self.task is not None:
+                self.task.cancel_execution()
+        elif isinstance(msg, WakeupMessage):
+            self._report_metrics()
+            self._flush_outbox()
+            if not self.released:
+                self.wakeupAfter(METRICS_INTERVAL)
+        elif isinstance(msg, ActorExitRequest):
+            self._release()
+        elif isinstance(msg, PoisonMessage):
+            log.warning("task %s: undeliverable %r", self.attempt_id, msg.poisonMessage)
+
+    # -- life ------------------------------------------------------------------------------
+    def _start_process(self, msg: m.StartTaskProcess, task_executor) -> None:
+        from rill.network.netty.connection_manager import NettyConnectionManager  # noqa: PLC0415
+        from rill.network.partition.result_partition_manager import ResultPartitionManager  # noqa: PLC0415
+
+        self.attempt_id = msg.attempt_id
+        self.job_master = msg.job_master
+        self.partition_manager = ResultPartitionManager()
+        self.connection_manager = NettyConnectionManager(msg.netty_config, self.partition_manager,
+                                                         name=f"task-{msg.attempt_id[:8]}")
+        address = self.connection_manager.start()
+        ready = m.TaskProcessReady(msg.attempt_id, tuple(address), os.getpid())
+        self.send(self.job_master, ready)
+        self.send(task_executor, ready)
+
+    def _deploy(self, msg: m.DeployTask) -> None:
+        from rill.operators.collect_sink import register_remote_endpoint  # noqa: PLC0415
+        from rill.runtime.taskmanager.network_environment import NetworkEnvironment  # noqa: PLC0415
+        from rill.runtime.taskmanager.task import Task  # noqa: PLC0415
+
+        tdd = cloudpickle.loads(msg.tdd)
+        for channel_id, address in msg.collect_endpoints.items():
+            register_remote_endpoint(channel_id, tuple(address), msg.collect_secret)
+        for cfg in tdd.vertex.stream_configs.values():
+            if cfg.source is not None:
+                self.coordinators[cfg.node_id] = RemoteSourceCoordinator(
+                    cfg.node_id, self.attempt_id, self.outbox, self.job_master)
+        network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager)
+        self.task = Task(tdd, network, self.coordinators, self._on_state)
+        self.task.start()
+        self.wakeupAfter(METRICS_INTERVAL)
+
+    def _on_state(self, task, state, failure) -> None:
+        """Task thread: report a state change (with the final metrics when terminal)."""
+        payload = None
+        if failure is not None:
+            payload = _pickle_failure(failure)
+        snapshot = task.metrics.snapshot() if state.is_terminal() else None
+        progress = task.metrics.source_progress() if state.is_terminal() else 0
+        self.outbox.post(self.job_master, m.TaskExecutionStateUpdate(self.attempt_id, state.name, payload,
+                                                                     snapshot, progress))
+
+    def _flush_outbox(self) -> None:
+        for target, message in self.outbox.drain():
+            self.send(target, message)
+
+    def _report_metrics(self) -> None:
+        task = self.task
+        if task is not None and not task.execution_state.is_terminal():
+            self.send(self.job_master, m.TaskMetricsReport(self.attempt_id, task.metrics.snapshot(),
+                                                          task.metrics.source_progress()))
+
+    def _release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        task = self.task
+        if task is not None:
+            if not task.execution_state.is_terminal():
+                task.cancel_execution()
+            task.join(10.0)
+        self._flush_outbox()
+        if self.partition_manager is not None:
+            self.partition_manager.shutdown()
+        if self.connection_manager is not None:
+            self.connection_manager.shutdown()
+        self.outbox.close()
+
+
+def _pickle_failure(failure) -> bytes:
+    """The TaskFailure, pickled; an exception that cannot be pickled and loaded again travels as a
+    ``RemoteTaskException`` with its type and message."""
+    try:
+        data = cloudpickle.dumps(failure)
+        cloudpickle.loads(data)  # exceptions with their own __init__ signature often fail here
+        return data
+    except Exception:  # noqa: BLE001 - any pickling problem
+        from rill.runtime.taskmanager.task import TaskFailure  # noqa: PLC0415
+        from rill.runtime.errors import RemoteTaskException  # noqa: PLC0415
+        error = RemoteTaskException(f"{type(failure.error).__name__}: {failure.error}")
+        return cloudpickle.dumps(TaskFailure(failure.task_name_with_subtasks, failure.operator_name, error,
+                                             failure.traceback_text))

@@ -1,0 +1,223 @@
+"""Jobs on a real local cluster (Thespian actor systems, TaskExecutor and task processes, the
+network stack between them): results equal to the embedded mode's, failures, cancellation,
+lost TaskExecutors, bad input, and nothing left running."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from rill.common import Configuration, Types
+from rill.common.configuration import ConfigOptions
+from rill.datastream import StreamExecutionEnvironment
+from rill.datastream.functions import MapFunction
+from rill.graph.states import JobStatus
+from rill.operators.factory import OperatorSerializationError
+from rill.runtime.errors import JobCancellationException, JobExecutionException
+
+
+def cluster_env(cluster, parallelism=2, **options) -> StreamExecutionEnvironment:
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    for key, value in options.items():
+        conf.set_string(key, value)
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(parallelism)
+    return env
+
+
+def word_count(env, lines):
+    return (env.from_collection(lines)
+            .flat_map(lambda line: [(w, 1) for w in line.split()], output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
+            .key_by(lambda t: t[0])
+            .reduce(lambda a, b: (a[0], a[1] + b[1])))
+
+
+LINES = [f"w{i % 7} w{i % 11} w{i % 13}" for i in range(3000)]
+
+
+def expected_word_count():
+    counts, out = {}, []
+    for line in LINES:
+        for w in line.split():
+            counts[w] = counts.get(w, 0) + 1
+            out.append((w, counts[w]))
+    return out
+
+
+def test_word_count_collects_the_same_records_as_embedded(cluster):
+    result = sorted(word_count(cluster_env(cluster), LINES).execute_and_collect())
+    assert result == sorted(expected_word_count())
+    embedded = StreamExecutionEnvironment.get_execution_environment()
+    embedded.set_parallelism(2)
+    assert sorted(word_count(embedded, LINES).execute_and_collect()) == result
+    cluster.wait_no_task_processes()
+
+
+def test_per_key_order_survives_the_network(cluster):
+    result = list(word_count(cluster_env(cluster), LINES).execute_and_collect())
+    by_key = {}
+    for w, n in result:
+        by_key.setdefault(w, []).append(n)
+    assert all(ns == list(range(1, len(ns) + 1)) for ns in by_key.values())
+
+
+def test_execution_target_from_the_environment_variable(cluster, monkeypatch):
+    monkeypatch.setenv("RILL_EXECUTION_TARGET", cluster.address)
+    env = StreamExecutionEnvironment.get_execution_environment()
+    client = env.from_collection([1, 2, 3]).map(lambda x: x * 10).execute_and_collect()
+    assert sorted(client) == [10, 20, 30]
+
+
+def test_job_result_and_metrics_come_back(cluster):
+    env = cluster_env(cluster)
+    env.from_collection(list(range(10_000))).map(lambda x: x + 1).filter(lambda x: x % 2 == 0).print()
+    result = env.execute("metrics job")
+    summaries = {v.name: v for v in result.vertices} if hasattr(result, "vertices") else {}
+    assert result.get_job_id()
+    assert sum(v.records_in for v in summaries.values()) >= 10_000
+
+
+class Boom(MapFunction):
+    def map(self, value):
+        if value == 777:
+            raise ValueError(f"bad value {value}")
+        return value
+
+
+def test_a_failing_function_fails_the_job_with_the_remote_traceback(cluster):
+    env = cluster_env(cluster)
+    env.from_collection(list(range(2000))).map(Boom()).name("Explode").print()
+    with pytest.raises(JobExecutionException) as info:
+        env.execute("failing job")
+    message = str(info.value)
+    assert "Explode" in message and "ValueError: bad value 777" in message
+    cause = info.value.__cause__
+    assert isinstance(cause, ValueError)
+    notes = "\n".join(getattr(cause, "__notes__", []))
+    # cloudpickle ships test-module code by value and names its file "<dynamic-code>", so the
+    # remote frames show function names and line numbers, not source lines.
+    assert "Remote traceback" in notes and ", in map\n" in notes
+    cluster.wait_no_task_processes()
+
+
+def test_a_function_that_cannot_be_shipped_names_its_operator(cluster):
+    lock = threading.Lock()
+    env = cluster_env(cluster)
+    env.from_collection([1, 2]).map(lambda x: (lock, x)[1]).name("Holds A Lock").print()
+    with pytest.raises(OperatorSerializationError, match="Holds A Lock"):
+        env.execute("unshippable")
+
+
+def test_too_few_slots_fail_the_job_at_deployment(cluster):
+    env = cluster_env(cluster, parallelism=9)
+    env.from_collection(list(range(10))).map(lambda x: x).print()
+    with pytest.raises(JobExecutionException, match="needs 9 slots"):
+        env.execute("too wide")
+
+
+def slow(x):
+    time.sleep(0.01)
+    return x
+
+
+def test_rill_cancel_cancels_a_running_job(cluster):
+    env = cluster_env(cluster)
+    env.from_collection(list(range(100_000))).map(slow).print()
+    client = env.execute_async("to cancel")
+    deadline = time.monotonic() + 20
+    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc = cluster.cli("cancel", client.get_job_id(), "--port", str(cluster.port))
+    assert "cancelling" in proc.stdout
+    with pytest.raises(JobCancellationException):
+        client.get_job_execution_result().result(30)
+    assert client.get_job_status() is JobStatus.CANCELED
+    cluster.wait_no_task_processes()
+
+
+def test_other_jobs_keep_running_when_one_fails(cluster):
+    good_env = cluster_env(cluster, parallelism=1)
+    good = good_env.from_collection(list(range(300))).map(slow).execute_and_collect()
+    bad_env = cluster_env(cluster, parallelism=1)
+    bad_env.from_collection(list(range(2000))).map(Boom()).print()
+    with pytest.raises(JobExecutionException):
+        bad_env.execute("bad neighbour")
+    assert sorted(good) == list(range(300))
+
+
+def test_status_lists_task_executors_and_jobs(cluster):
+    out = cluster.cli("cluster", "status", "--port", str(cluster.port)).stdout
+    assert "2 TaskExecutor(s), 4 slot(s)" in out
+    assert out.count("taskexecutor-") == 2
+
+
+def test_a_dead_task_executor_fails_the_job_with_a_clear_cause(local_cluster):
+    import os
+    import signal
+
+    c = local_cluster(2, 2)
+    env = cluster_env(c, parallelism=4)
+    env.from_collection(list(range(100_000))).map(slow).print()
+    client = env.execute_async("victim")
+    deadline = time.monotonic() + 20
+    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    victim, pid = sorted(c.task_executor_pids().items())[0]
+    c.remember_processes_silently()
+    os.kill(pid, signal.SIGKILL)
+    with pytest.raises(JobExecutionException) as info:
+        client.get_job_execution_result().result(30)
+    assert f"TaskExecutor {victim} (pid {pid} on 127.0.0.1) was lost: its process exited" in str(info.value)
+    assert client.get_job_status() is JobStatus.FAILED
+    deadline = time.monotonic() + 15  # the JobMaster frees the slots right after the job ends
+    while "1 TaskExecutor(s), 2 slot(s), 2 free" not in (out := c.cli("cluster", "status", "--port",
+                                                                      str(c.port)).stdout):
+        assert time.monotonic() < deadline, out
+        time.sleep(0.1)
+
+
+def test_task_executors_joining_from_other_actor_systems(local_cluster):
+    """Multi-host through Thespian's convention, on one machine: a leader with no TaskExecutor
+    and two member systems on their own ports, each contributing one."""
+    c = local_cluster(0, 1)
+    ports = [c.join(slots=1), c.join(slots=1)]
+    out = c.cli("cluster", "status", "--port", str(c.port)).stdout
+    assert "2 TaskExecutor(s), 2 slot(s), 2 free" in out
+    for port in ports:
+        assert f"taskexecutor-127.0.0.1-{port}" in out
+    assert sorted(word_count(cluster_env(c), LINES).execute_and_collect()) == sorted(expected_word_count())
+    c.wait_no_task_processes()
+
+
+def test_a_record_larger_than_the_maximum_fails_the_job_naming_the_channel(cluster):
+    env = cluster_env(cluster, parallelism=2, **{"taskmanager.network.max-payload-size": str(64 * 1024)})
+    (env.from_collection(["small", "x" * 200_000, "small"])
+        .key_by(lambda s: len(s)).map(lambda s: len(s)).name("Measure").print())
+    with pytest.raises(JobExecutionException) as info:
+        env.execute("oversized")
+    message = str(info.value)
+    assert "Measure" in message
+    assert "PayloadTooLargeError" in message and "65536" in message
+    cluster.wait_no_task_processes()
+
+
+def test_a_task_process_that_dies_fails_the_job(cluster):
+    import os
+    import signal
+
+    env = cluster_env(cluster, parallelism=1)
+    env.from_collection(list(range(100_000))).map(slow).name("Doomed").print()
+    client = env.execute_async("killed task")
+    deadline = time.monotonic() + 20
+    while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    victims = cluster.task_processes()
+    assert victims
+    os.kill(sorted(victims)[0], signal.SIGKILL)
+    with pytest.raises(JobExecutionException) as info:
+        client.get_job_execution_result().result(30)
+    assert "exited" in str(info.value) or "closed" in str(info.value)
+    cluster.wait_no_task_processes()
