@@ -10,6 +10,9 @@ functions per subtask (cloudpickle), so the sink publishes its figures in ``clos
 process-wide registry under a fresh token; the harness sums what every subtask published and
 compares count and checksum with the loop's. A sink that was never closed, a record dropped,
 duplicated or transformed differently changes the figures and raises :class:`ResultMismatch`.
+On a cluster (``bench/cluster.py``) every sink subtask runs in its own process, where that
+registry is out of reach: the sink is then given a ``publish_dir`` and writes its figures to a
+file of its own there (pickled, renamed into place), which the harness reads back the same way.
 Window workloads end in a :class:`WindowResultSink`, which keeps every output with its
 timestamp (the window's max timestamp); their outputs are compared as multisets.
 """
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import gc
 import math
+import pickle
 from collections import Counter
 import os
 import platform
@@ -29,6 +33,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any, Dict, List, Optional, Protocol, Sequence, Tuple, runtime_checkable
 
+from rill.common.configuration import ConfigOptions, Configuration
 from rill.datastream import SinkFunction, StreamExecutionEnvironment
 
 __all__ = [
@@ -41,7 +46,10 @@ __all__ = [
     "Sample",
     "Measurement",
     "run_workload",
+    "run_cluster_speedup",
+    "SpeedupMeasurement",
     "format_table",
+    "format_speedup",
     "machine_info",
 ]
 
@@ -79,6 +87,8 @@ class Workload(Protocol):
 
 _published: Dict[str, List[Tuple[int, Any]]] = {}
 _published_lock = threading.Lock()
+#: this module's name: the sink finds the registry through ``sys.modules`` (see ``close``)
+_HOME = __name__
 
 
 class CountingSink(SinkFunction):
@@ -86,10 +96,15 @@ class CountingSink(SinkFunction):
 
     Two attribute updates per record: the cheapest sink that still checks the values (a sink
     that did more would add the same cost to both sides and flatter the ratio).
+
+    :param publish_dir: ``None`` (embedded mode, the loop): publish to this process' registry.
+        A directory (cluster mode: the sink runs in a task process): write
+        ``<token>.<random>.pkl`` there instead, which :func:`take_result` reads back.
     """
 
-    def __init__(self, token: str):
+    def __init__(self, token: str, publish_dir: Optional[str] = None):
         self.token = token
+        self.publish_dir = publish_dir
         self.count = 0
         self.checksum = 0
 
@@ -98,8 +113,19 @@ class CountingSink(SinkFunction):
         self.checksum += value[1]
 
     def close(self) -> None:
-        with _published_lock:
-            _published.setdefault(self.token, []).append((self.count, self.checksum))
+        if self.publish_dir is None:
+            # through sys.modules, not this module's globals: once a job went to a cluster,
+            # cloudpickle copies this module's classes by value (the engine registers local
+            # modules for shipping, process-wide) and the copies' methods get copied globals
+            home = sys.modules[_HOME]
+            with home._published_lock:
+                home._published.setdefault(self.token, []).append((self.count, self.checksum))
+            return
+        # one file per sink subtask, complete or absent: written aside, then renamed into place
+        name = os.path.join(self.publish_dir, f"{self.token}.{uuid.uuid4().hex}")
+        with open(name + ".tmp", "wb") as f:
+            pickle.dump((self.count, self.checksum), f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(name + ".tmp", name + ".pkl")
 
 
 class LoopSinkContext:
@@ -122,8 +148,8 @@ class WindowResultSink(CountingSink):
     result of every output must agree, whatever the order (windows firing at the same
     watermark may emit in another order than the loop)."""
 
-    def __init__(self, token: str):
-        super().__init__(token)
+    def __init__(self, token: str, publish_dir: Optional[str] = None):
+        super().__init__(token, publish_dir)
         self.checksum = []
 
     def invoke(self, value, context):
@@ -145,13 +171,23 @@ def new_token() -> str:
     return uuid.uuid4().hex
 
 
-def take_result(token: str) -> SinkResult:
-    """Sum what the sinks with ``token`` published and forget it.
+def take_result(token: str, publish_dir: Optional[str] = None) -> SinkResult:
+    """Sum what the sinks with ``token`` published and forget it (``publish_dir``: read and
+    delete the files the sinks wrote there, see :class:`CountingSink`).
 
     :raises ResultMismatch: if no sink published (the engine never closed its sink).
     """
-    with _published_lock:
-        parts = _published.pop(token, None)
+    if publish_dir is None:
+        with _published_lock:
+            parts = _published.pop(token, None)
+    else:
+        parts = []
+        for entry in sorted(os.listdir(publish_dir)):
+            if entry.startswith(token + ".") and entry.endswith(".pkl"):
+                path = os.path.join(publish_dir, entry)
+                with open(path, "rb") as f:
+                    parts.append(pickle.load(f))
+                os.unlink(path)
     if not parts:
         raise ResultMismatch(f"no CountingSink with token {token} was closed: the sink never finished")
     count = sum(p[0] for p in parts)
@@ -235,6 +271,8 @@ class Measurement:
     startup_s: float               # median wall - net: job building, deployment, teardown
     vertices: List[str] = field(default_factory=list)
     samples: List[Sample] = field(default_factory=list)
+    target: str = "embedded"       # where Rill ran: "embedded" or "cluster" (bench/cluster.py)
+    vertex_times: List[Dict[str, Any]] = field(default_factory=list)  # last repetition's, per vertex
 
     @property
     def meets_target(self) -> Optional[bool]:
@@ -257,14 +295,31 @@ def _run_baseline(workload: Workload, data: List[Any]) -> Tuple[float, SinkResul
     return elapsed, take_result(token)
 
 
-def _run_rill(workload: Workload, data: List[Any], parallelism: int
+def _run_rill(workload: Workload, data: List[Any], parallelism: int, cluster: Any = None
               ) -> Tuple[float, float, float, SinkResult, List[str]]:
+    """One Rill run; ``cluster`` (a :class:`bench.cluster.BenchCluster`, or anything with
+    ``address`` and ``results_dir``) sends the job there instead of the embedded mode."""
+    net, wall, task, got, summaries = _run_rill_summaries(workload, data, parallelism, cluster)
+    return net, wall, task, got, [f"{v.name} (p={v.parallelism})" for v in summaries]
+
+
+def _run_rill_summaries(workload: Workload, data: List[Any], parallelism: int, cluster: Any = None
+                        ) -> Tuple[float, float, float, SinkResult, List[Any]]:
     token = new_token()
+    sink_class = getattr(workload, "sink_class", CountingSink)
+    publish_dir = None if cluster is None else cluster.results_dir
     gc.collect()
     t0 = time.perf_counter()
-    env = StreamExecutionEnvironment.get_execution_environment()
+    if cluster is None:
+        env = StreamExecutionEnvironment.get_execution_environment()
+        sink = sink_class(token)
+    else:
+        conf = Configuration()
+        conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+        env = StreamExecutionEnvironment.get_execution_environment(conf)
+        sink = sink_class(token, publish_dir)
     env.set_parallelism(parallelism)
-    workload.run_rill(env, data, getattr(workload, "sink_class", CountingSink)(token))
+    workload.run_rill(env, data, sink)
     result = env.execute(f"bench-{workload.name}")
     wall = time.perf_counter() - t0
     # net runtime has ms resolution: at least 1 ms, so that tiny smoke runs do not divide by 0
@@ -272,38 +327,50 @@ def _run_rill(workload: Workload, data: List[Any], parallelism: int
     # the tasks' own span: from a task's start of processing (operators deserialized and
     # opened) to its end, longest over vertices (they run concurrently); net minus deployment
     task = max([v.duration_ms for v in result.vertices] + [1.0]) / 1000.0
-    vertices = [f"{v.name} (p={v.parallelism})" for v in result.vertices]
-    return net, wall, task, take_result(token), vertices
+    return net, wall, task, take_result(token, publish_dir), list(result.vertices)
+
+
+def _vertex_times(summaries: Sequence[Any]) -> List[Dict[str, Any]]:
+    """Per vertex (subtask averages): span, busy, idle, back-pressured and CPU time in ms."""
+    return [{"name": v.name, "parallelism": v.parallelism, "duration_ms": v.duration_ms,
+             "busy_ms": round(v.busy_time_ms), "idle_ms": round(v.idle_time_ms),
+             "back_pressured_ms": round(v.back_pressured_time_ms), "cpu_ms": round(v.cpu_time_ms),
+             "records_in": v.records_in, "records_out": v.records_out} for v in summaries]
 
 
 def run_workload(workload: Workload, data: Sequence[Any], repeat: int = 3, parallelism: int = 1,
-                 warmup: bool = True, log=None) -> Measurement:
+                 warmup: bool = True, log=None, cluster: Any = None) -> Measurement:
     """Warm up both sides (once each, on the first tenth of ``data``), then ``repeat`` times
     run Rill and the loop, alternating which goes first; check every run's result.
+
+    ``cluster``: run Rill's side on that cluster (:class:`bench.cluster.BenchCluster`) instead
+    of the embedded mode; not gated (``target_ratio`` is ``None``).
 
     :raises ResultMismatch: on the first run whose results differ.
     """
     if repeat < 1:
         raise ValueError(f"repeat must be at least 1, got {repeat}")
     data = list(data) if not isinstance(data, list) else data
+    where = "embedded" if cluster is None else "cluster"
     if warmup:
         part = data[: max(1, len(data) // 10)]
         _, expected = _run_baseline(workload, part)
-        _, _, _, got, _ = _run_rill(workload, part, parallelism)
+        _, _, _, got, _ = _run_rill_summaries(workload, part, parallelism, cluster)
         check_same(workload.name, got, expected, parallelism)
     samples: List[Sample] = []
-    vertices: List[str] = []
+    summaries: List[Any] = []
     for i in range(repeat):
         if i % 2 == 0:
-            net, wall, task, got, vertices = _run_rill(workload, data, parallelism)
+            net, wall, task, got, summaries = _run_rill_summaries(workload, data, parallelism, cluster)
             base, expected = _run_baseline(workload, data)
         else:
             base, expected = _run_baseline(workload, data)
-            net, wall, task, got, vertices = _run_rill(workload, data, parallelism)
+            net, wall, task, got, summaries = _run_rill_summaries(workload, data, parallelism, cluster)
         check_same(workload.name, got, expected, parallelism)
         samples.append(Sample(base, net, wall, task, len(data), expected.count))
         if log is not None:
-            log(f"  {workload.name} p={parallelism} rep {i + 1}/{repeat}: loop {len(data) / base:,.0f}/s, "
+            log(f"  {workload.name} p={parallelism}{'' if cluster is None else ' cluster'} rep {i + 1}/{repeat}: "
+                f"loop {len(data) / base:,.0f}/s, "
                 f"Rill net {len(data) / net:,.0f}/s wall {len(data) / wall:,.0f}/s task {len(data) / task:,.0f}/s, "
                 f"sink got {expected.count:,} records (checked)")
     n = len(data)
@@ -311,7 +378,7 @@ def run_workload(workload: Workload, data: Sequence[Any], repeat: int = 3, paral
     return Measurement(
         workload=workload.name, unit=workload.unit, parallelism=parallelism, records=n,
         sink_records=samples[0].sink_records, repeat=repeat,
-        target_ratio=workload.target_ratio if parallelism == 1 else None,
+        target_ratio=workload.target_ratio if parallelism == 1 and cluster is None else None,
         baseline_rps=statistics.median(n / s.baseline_s for s in samples),
         rill_net_rps=statistics.median(n / s.rill_net_s for s in samples),
         rill_wall_rps=statistics.median(n / s.rill_wall_s for s in samples),
@@ -320,7 +387,185 @@ def run_workload(workload: Workload, data: Sequence[Any], repeat: int = 3, paral
         ratio_wall=statistics.median(s.baseline_s / s.rill_wall_s for s in samples),
         ratio_task=statistics.median(s.baseline_s / s.rill_task_s for s in samples),
         startup_s=statistics.median(s.rill_wall_s - s.rill_net_s for s in samples),
-        vertices=vertices, samples=samples,
+        vertices=[f"{v.name} (p={v.parallelism})" for v in summaries], samples=samples,
+        target=where, vertex_times=_vertex_times(summaries),
+    )
+
+
+# -- cluster speed-up: loop, embedded p=1 and cluster p=P in the same run --------------------
+
+#: the issue's target: cluster WordCount at p=2 ≥ 1.5 × embedded p=1, on net records/s
+CLUSTER_SPEEDUP_TARGET = 1.5
+
+
+@dataclass
+class SpeedupSample:
+    """One repetition of the three sides, in seconds (net/wall/task as in :class:`Sample`)."""
+
+    order: List[str]
+    loop_s: float
+    embedded_net_s: float
+    embedded_wall_s: float
+    embedded_task_s: float
+    cluster_net_s: float
+    cluster_wall_s: float
+    cluster_task_s: float
+    embedded_cpu_s: float = math.nan   # CPU the embedded run used (this process)
+    cluster_cpu_s: float = math.nan    # CPU the cluster run used (this process + the cluster's)
+    others_cores: float = math.nan     # cores busy with other processes during the cluster run
+
+
+def _measured(run, cluster: Any):
+    """``run()``, and the CPU it cost (this process, plus the cluster's processes) and the
+    average number of cores other processes kept busy meanwhile (machine busy time minus ours,
+    over the run's wall time; NaN off Linux)."""
+    from bench.cluster import machine_cpu_seconds  # noqa: PLC0415
+
+    def ours() -> float:
+        t = os.times()
+        return t.user + t.system + (cluster.cpu_seconds() if cluster is not None else 0.0)
+
+    try:
+        m0, o0 = machine_cpu_seconds(), ours()
+    except OSError:
+        return run(), math.nan, math.nan
+    t0 = time.perf_counter()
+    out = run()
+    wall = time.perf_counter() - t0
+    m1, o1 = machine_cpu_seconds(), ours()
+    return out, o1 - o0, max(0.0, (m1 - m0) - (o1 - o0)) / wall
+
+
+def _spread(values: Sequence[float]) -> Tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+@dataclass
+class SpeedupMeasurement:
+    """The loop, Rill embedded at p=1 and Rill on the cluster at p=``parallelism``, measured
+    alternately in one run. Ratios are medians of per-repetition ratios, as (median, min, max);
+    rates are medians of records/s."""
+
+    workload: str
+    unit: str
+    records: int
+    sink_records: int
+    parallelism: int
+    repeat: int
+    cluster_shape: str
+    target_speedup: float
+    loop_rps: float
+    embedded_net_rps: float
+    embedded_wall_rps: float
+    embedded_task_rps: float
+    cluster_net_rps: float
+    cluster_wall_rps: float
+    cluster_task_rps: float
+    speedup_net: Tuple[float, float, float]            # cluster pP ÷ embedded p1 (records/s)
+    speedup_wall: Tuple[float, float, float]
+    speedup_task: Tuple[float, float, float]
+    cluster_vs_loop_net: Tuple[float, float, float]    # cluster pP ÷ loop
+    cluster_vs_loop_wall: Tuple[float, float, float]
+    embedded_vs_loop_net: Tuple[float, float, float]   # embedded p1 ÷ loop
+    embedded_vs_loop_wall: Tuple[float, float, float]
+    cluster_deploy_s: float      # median cluster net − task span: deployment of the task processes
+    cluster_startup_s: float     # median cluster wall − net: job building, shipping, slot request, result
+    embedded_cpu_s: float        # median CPU seconds of an embedded run
+    cluster_cpu_s: float         # median CPU seconds of a cluster run (client + cluster processes)
+    others_cores: float          # median cores kept busy by other processes during the cluster runs
+    embedded_vertices: List[Dict[str, Any]] = field(default_factory=list)  # last repetition's
+    cluster_vertices: List[Dict[str, Any]] = field(default_factory=list)
+    samples: List[SpeedupSample] = field(default_factory=list)
+
+    @property
+    def meets_target(self) -> bool:
+        return self.speedup_net[0] >= self.target_speedup
+
+    def to_json(self) -> Dict[str, Any]:
+        d = asdict(self)
+        d["meets_target"] = self.meets_target
+        return d
+
+
+def run_cluster_speedup(workload: Workload, data: Sequence[Any], cluster: Any, parallelism: int = 2,
+                        repeat: int = 3, warmup: bool = True, log=None,
+                        cluster_workload: Optional[Workload] = None) -> SpeedupMeasurement:
+    """Measure the hand-written loop, Rill embedded at parallelism 1 and Rill on ``cluster`` at
+    ``parallelism``, ``repeat`` times, rotating which side goes first (loop → embedded →
+    cluster, then embedded → cluster → loop, then cluster → loop → embedded, ...); one warm-up
+    of each side on the first tenth of ``data``. Every Rill run's result is checked against the
+    loop's of the same repetition. ``cluster_workload`` (default ``workload``) builds the
+    cluster's job, e.g. the same WordCount with a parallel source.
+
+    :raises ResultMismatch: on the first run whose results differ.
+    """
+    if repeat < 1:
+        raise ValueError(f"repeat must be at least 1, got {repeat}")
+    data = list(data) if not isinstance(data, list) else data
+    cluster_workload = cluster_workload or workload
+    if warmup:
+        part = data[: max(1, len(data) // 10)]
+        _, expected = _run_baseline(workload, part)
+        got = _run_rill_summaries(workload, part, 1)[3]
+        check_same(workload.name, got, expected, 1)
+        got = _run_rill_summaries(cluster_workload, part, parallelism, cluster)[3]
+        check_same(cluster_workload.name, got, expected, parallelism)
+    sides = ["loop", "embedded", "cluster"]
+    samples: List[SpeedupSample] = []
+    emb_summaries: List[Any] = []
+    cl_summaries: List[Any] = []
+    n = len(data)
+    for i in range(repeat):
+        order = sides[i % 3:] + sides[:i % 3]
+        runs: Dict[str, Any] = {}
+        cpu: Dict[str, Tuple[float, float]] = {}
+        for side in order:
+            if side == "loop":
+                runs[side] = _run_baseline(workload, data)
+            elif side == "embedded":
+                runs[side], *cpu[side] = _measured(lambda: _run_rill_summaries(workload, data, 1), None)
+            else:
+                runs[side], *cpu[side] = _measured(
+                    lambda: _run_rill_summaries(cluster_workload, data, parallelism, cluster), cluster)
+        loop_s, expected = runs["loop"]
+        e_net, e_wall, e_task, e_got, emb_summaries = runs["embedded"]
+        c_net, c_wall, c_task, c_got, cl_summaries = runs["cluster"]
+        check_same(workload.name, e_got, expected, 1)
+        check_same(cluster_workload.name, c_got, expected, parallelism)
+        samples.append(SpeedupSample(order, loop_s, e_net, e_wall, e_task, c_net, c_wall, c_task,
+                                     cpu["embedded"][0], cpu["cluster"][0], cpu["cluster"][1]))
+        if log is not None:
+            log(f"  rep {i + 1}/{repeat} ({' → '.join(order)}): loop {n / loop_s:,.0f}/s; embedded p=1 net "
+                f"{n / e_net:,.0f}/s wall {n / e_wall:,.0f}/s; cluster p={parallelism} net {n / c_net:,.0f}/s "
+                f"wall {n / c_wall:,.0f}/s task {n / c_task:,.0f}/s; cluster/embedded net {e_net / c_net:.2f} "
+                f"wall {e_wall / c_wall:.2f}; CPU embedded {cpu['embedded'][0]:.1f} s, cluster {cpu['cluster'][0]:.1f} s, "
+                f"other processes {cpu['cluster'][1]:.1f} cores; sink got {expected.count:,} records (both checked)")
+    med = statistics.median
+    return SpeedupMeasurement(
+        workload=cluster_workload.name, unit=workload.unit, records=n, sink_records=expected.count,
+        parallelism=parallelism, repeat=repeat, cluster_shape=getattr(cluster, "shape", "?"),
+        target_speedup=CLUSTER_SPEEDUP_TARGET,
+        loop_rps=med(n / s.loop_s for s in samples),
+        embedded_net_rps=med(n / s.embedded_net_s for s in samples),
+        embedded_wall_rps=med(n / s.embedded_wall_s for s in samples),
+        embedded_task_rps=med(n / s.embedded_task_s for s in samples),
+        cluster_net_rps=med(n / s.cluster_net_s for s in samples),
+        cluster_wall_rps=med(n / s.cluster_wall_s for s in samples),
+        cluster_task_rps=med(n / s.cluster_task_s for s in samples),
+        speedup_net=_spread([s.embedded_net_s / s.cluster_net_s for s in samples]),
+        speedup_wall=_spread([s.embedded_wall_s / s.cluster_wall_s for s in samples]),
+        speedup_task=_spread([s.embedded_task_s / s.cluster_task_s for s in samples]),
+        cluster_vs_loop_net=_spread([s.loop_s / s.cluster_net_s for s in samples]),
+        cluster_vs_loop_wall=_spread([s.loop_s / s.cluster_wall_s for s in samples]),
+        embedded_vs_loop_net=_spread([s.loop_s / s.embedded_net_s for s in samples]),
+        embedded_vs_loop_wall=_spread([s.loop_s / s.embedded_wall_s for s in samples]),
+        cluster_deploy_s=med(s.cluster_net_s - s.cluster_task_s for s in samples),
+        cluster_startup_s=med(s.cluster_wall_s - s.cluster_net_s for s in samples),
+        embedded_cpu_s=med(s.embedded_cpu_s for s in samples),
+        cluster_cpu_s=med(s.cluster_cpu_s for s in samples),
+        others_cores=med(s.others_cores for s in samples),
+        embedded_vertices=_vertex_times(emb_summaries), cluster_vertices=_vertex_times(cl_summaries),
+        samples=samples,
     )
 
 
@@ -361,9 +606,41 @@ def format_table(measurements: Sequence[Measurement]) -> str:
     for m in measurements:
         target = "—" if m.target_ratio is None else f"≥ {m.target_ratio:.2f}"
         verdict = {None: "not gated", True: "MET", False: "MISSED"}[m.meets_target]
+        p = m.parallelism if m.target == "embedded" else f"{m.parallelism} ({m.target})"
         rows.append(
-            f"| {m.workload} | {m.parallelism} | {m.records:,} {m.unit} | {_rate(m.baseline_rps)} | "
+            f"| {m.workload} | {p} | {m.records:,} {m.unit} | {_rate(m.baseline_rps)} | "
             f"{_rate(m.rill_net_rps)} | {_rate(m.rill_wall_rps)} | {_rate(m.rill_task_rps)} | {m.ratio_net:.2f} "
             f"({m.ratio_net_min:.2f}–{m.ratio_net_max:.2f}) | {m.ratio_wall:.2f} | {m.ratio_task:.2f} | "
             f"{target} | {verdict} |")
+    return "\n".join(rows)
+
+
+def _r(spread: Tuple[float, float, float]) -> str:
+    return f"{spread[0]:.2f} ({spread[1]:.2f}–{spread[2]:.2f})"
+
+
+def format_speedup(m: SpeedupMeasurement) -> str:
+    """The comparison as a Markdown table plus the two headline ratios (paste-able into
+    bench/README.md)."""
+    p = m.parallelism
+    rows = [
+        f"| side | {m.unit}/s net | {m.unit}/s wall | {m.unit}/s task | ÷ loop, net (min–max) | ÷ loop, wall "
+        f"(min–max) |",
+        "|---|---|---|---|---|---|",
+        f"| hand-written loop | {_rate(m.loop_rps)} | | | | |",
+        f"| Rill embedded p=1 | {_rate(m.embedded_net_rps)} | {_rate(m.embedded_wall_rps)} | "
+        f"{_rate(m.embedded_task_rps)} | {_r(m.embedded_vs_loop_net)} | {_r(m.embedded_vs_loop_wall)} |",
+        f"| Rill cluster p={p} | {_rate(m.cluster_net_rps)} | {_rate(m.cluster_wall_rps)} | "
+        f"{_rate(m.cluster_task_rps)} | {_r(m.cluster_vs_loop_net)} | {_r(m.cluster_vs_loop_wall)} |",
+        "",
+        f"cluster p={p} ÷ embedded p=1: net {_r(m.speedup_net)}, wall {_r(m.speedup_wall)}, task "
+        f"{_r(m.speedup_task)}; target ≥ {m.target_speedup:.1f} on net: "
+        f"{'MET' if m.meets_target else 'MISSED'}",
+        f"cluster p={p} ÷ loop: net {_r(m.cluster_vs_loop_net)}, wall {_r(m.cluster_vs_loop_wall)}",
+        f"{m.workload}: {m.records:,} {m.unit} ({m.sink_records:,} sink records, checked on every run), "
+        f"{m.repeat} repetitions; cluster {m.cluster_shape}; cluster deployment (net − task) "
+        f"{m.cluster_deploy_s:.2f} s, submission and result (wall − net) {m.cluster_startup_s:.2f} s; CPU per run: "
+        f"embedded {m.embedded_cpu_s:.1f} s, cluster {m.cluster_cpu_s:.1f} s (client and cluster processes); other "
+        f"processes kept {m.others_cores:.1f} of the machine's cores busy during the cluster runs (medians)",
+    ]
     return "\n".join(rows)

@@ -3,24 +3,65 @@
     python -m bench.run                                  # the README's table
     python -m bench.run --workload wordcount --parallelism 2 --size 100000 --repeat 5
     python -m bench.run --json out/bench.json
+    python -m bench.run --workload wordcount --target cluster --parallelism 2
+    python -m bench.run --cluster-speedup                # loop vs embedded p=1 vs cluster p=2
 
 Without ``--workload``, runs stateless, WordCount and the tumbling-window workload at
 parallelism 1 (gated by their target ratios), WordCount at parallelism 2 in the embedded mode
 and the sliding-window workload at parallelism 1 (reported, not gated).
+
+``--target cluster`` runs Rill's side on a local cluster the benchmark starts for the run
+(``bench/cluster.py``: ``rill cluster start`` on a free port, 1 TaskExecutor × P slots by
+default, a temporary ``RILL_RUN_DIR``; stopped at the end, with a check that none of its
+processes is left). ``--cluster-speedup`` measures, in one run and alternately, the
+hand-written loop, Rill embedded at parallelism 1 and Rill on such a cluster at
+``--parallelism`` (default 2) for WordCount, and prints cluster ÷ embedded and cluster ÷ loop
+(bench/README.md, "Cluster WordCount"). With either, WordCount reads its lines from a parallel
+source (``--source parallel``, the default there; ``--source collection`` for
+``from_collection``).
+
 Exit status: 0; 1 if a result check fails (Rill's output differs from the loop's); 2 if
-``--check-targets`` is given and a target ratio is missed.
+``--check-targets`` is given and a target ratio is missed (with ``--cluster-speedup``: cluster
+÷ embedded below 1.5 on net records/s).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from typing import List, Optional, Tuple
 
-from bench.harness import Measurement, ResultMismatch, format_table, machine_info, run_workload
-from bench.workloads import WORKLOADS
+from bench.harness import (
+    Measurement,
+    ResultMismatch,
+    format_speedup,
+    format_table,
+    machine_info,
+    run_cluster_speedup,
+    run_workload,
+)
+from bench.workloads import WORKLOADS, WordCountWorkload
+
+#: --cluster-speedup's default input: the embedded WordCount's 540,000 lines. A larger input does
+#: not amortize the cluster's start-up: the lines travel inside the job, and deploying them costs
+#: more than in proportion (bench/README.md, "Cluster WordCount")
+CLUSTER_SPEEDUP_SIZE = 540_000
+
+
+def _load() -> str:
+    try:
+        return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover
+        return "load average ?"
+
+
+def _make(name: str, source: Optional[str]):
+    if name == "wordcount":
+        return WordCountWorkload(parallel_source=source == "parallel")
+    return WORKLOADS[name]()
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -29,27 +70,75 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="run only this workload (repeatable); default: all at p=1, plus WordCount at p=2")
     parser.add_argument("--size", type=int, help="input records per run (default: the workload's)")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions per side (default 3)")
-    parser.add_argument("--parallelism", type=int, default=1, help="Rill's parallelism with --workload (default 1)")
+    parser.add_argument("--parallelism", type=int, help="Rill's parallelism with --workload (default 1) or on "
+                                                        "the cluster with --cluster-speedup (default 2)")
+    parser.add_argument("--target", choices=["embedded", "cluster"], default="embedded",
+                        help="where Rill runs: embedded (default) or a local cluster started for the run")
+    parser.add_argument("--cluster-speedup", action="store_true",
+                        help="WordCount: loop vs Rill embedded p=1 vs Rill cluster p=--parallelism, alternately")
+    parser.add_argument("--task-executors", type=int, default=1,
+                        help="the benchmark cluster's TaskExecutors (default 1)")
+    parser.add_argument("--slots", type=int, help="slots per TaskExecutor (default: enough for the parallelism)")
+    parser.add_argument("--source", choices=["collection", "parallel"],
+                        help="WordCount's source: from_collection (default embedded) or a parallel source of the "
+                             "same lines (default with --target cluster and --cluster-speedup)")
     parser.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of each side")
     parser.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
     parser.add_argument("--check-targets", action="store_true", help="exit 2 if a target ratio is missed")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the table")
     args = parser.parse_args(argv)
 
+    clustered = args.cluster_speedup or args.target == "cluster"
+    if args.cluster_speedup and args.target == "cluster":
+        parser.error("--cluster-speedup runs both targets itself; leave --target out")
+    if args.cluster_speedup and args.workload not in (None, ["wordcount"]):
+        parser.error("--cluster-speedup measures WordCount only")
+    source = args.source or ("parallel" if clustered else "collection")
+    if args.source and not args.cluster_speedup and "wordcount" not in (args.workload or ["wordcount"]):
+        parser.error("--source applies to WordCount only")
+    parallelism = args.parallelism or (2 if args.cluster_speedup else 1)
+    if parallelism < 1 or args.task_executors < 1 or (args.slots is not None and args.slots < 1):
+        parser.error("--parallelism, --task-executors and --slots must be at least 1")
+
     if args.workload:
-        plan: List[Tuple[str, int]] = [(name, args.parallelism) for name in args.workload]
+        plan: List[Tuple[str, int]] = [(name, parallelism) for name in args.workload]
     else:
         plan = [("stateless", 1), ("wordcount", 1), ("wordcount", 2), ("tumbling", 1), ("sliding", 1)]
 
     log = None if args.quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     info = machine_info()
     if log:
-        log(f"machine: nproc={info['nproc']} cpu={info['cpu']!r} python={info['python']}")
+        log(f"machine: nproc={info['nproc']} cpu={info['cpu']!r} python={info['python']}; {_load()}")
+
+    cluster = None
+    if clustered:
+        from bench.cluster import BenchCluster  # noqa: PLC0415
+        most = parallelism if args.cluster_speedup else max(p for _, p in plan)
+        slots = args.slots or -(-most // args.task_executors)  # enough slots for the job: ceil(P / TEs)
+        cluster = BenchCluster(args.task_executors, slots)
+    started = time.perf_counter()
+    try:
+        if cluster is not None:
+            t0 = time.perf_counter()
+            cluster.start()
+            if log:
+                log(f"cluster: {cluster.shape} at {cluster.address} started in {time.perf_counter() - t0:.1f} s "
+                    f"(run dir {cluster.run_dir})")
+        if args.cluster_speedup:
+            return _speedup(args, parallelism, source, cluster, info, log, started, argv)
+        return _table(args, plan, source, cluster, info, log, started, argv)
+    finally:
+        if cluster is not None:
+            cluster.stop()  # raises ClusterLeftovers if anything of it survived
+            if log:
+                log(f"cluster at port {cluster.port} stopped, no process left")
+
+
+def _table(args, plan, source, cluster, info, log, started, argv) -> int:
     prepared = {}
     measurements: List[Measurement] = []
-    started = time.perf_counter()
     for name, parallelism in plan:
-        workload = WORKLOADS[name]()
+        workload = _make(name, source)
         size = args.size or workload.default_size
         if (name, size) not in prepared:
             prepared.clear()  # free the previous workload's input before building the next
@@ -59,7 +148,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                 log(f"{name}: prepared {size:,} {workload.unit} in {time.perf_counter() - t0:.1f} s")
         try:
             m = run_workload(workload, prepared[name, size], repeat=args.repeat, parallelism=parallelism,
-                             warmup=not args.no_warmup, log=log)
+                             warmup=not args.no_warmup, log=log, cluster=cluster)
         except ResultMismatch as e:
             print(f"RESULT CHECK FAILED: {e}", file=sys.stderr)
             return 1
@@ -67,15 +156,48 @@ def main(argv: Optional[List[str]] = None) -> int:
     total = time.perf_counter() - started
 
     print(format_table(measurements))
+    where = "" if cluster is None else (f" Rill ran on a local cluster ({cluster.shape}; every task in its own "
+                                        f"process); the WordCount source: {source}.")
     print(f"\nratio = loop time / Rill time, per repetition, median (min–max) over {args.repeat}; the target "
           f"applies to ratio net. net = JobExecutionResult net runtime (deployment included); wall = "
           f"environment creation to execute() returning; task = longest vertex's processing span "
-          f"(diagnostic). nproc={info['nproc']}, {info['cpu']}, Python {info['python']}, {total:.0f} s in all.")
+          f"(diagnostic).{where} nproc={info['nproc']}, {info['cpu']}, Python {info['python']}, {total:.0f} s in "
+          f"all; {_load()}.")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"machine": info, "argv": sys.argv[1:] if argv is None else argv,
                        "measurements": [m.to_json() for m in measurements]}, f, indent=2)
     if args.check_targets and any(m.meets_target is False for m in measurements):
+        return 2
+    return 0
+
+
+def _speedup(args, parallelism, source, cluster, info, log, started, argv) -> int:
+    embedded = WordCountWorkload(parallel_source=source == "parallel")
+    on_cluster = WordCountWorkload(parallel_source=source == "parallel")
+    size = args.size or CLUSTER_SPEEDUP_SIZE
+    t0 = time.perf_counter()
+    data = embedded.prepare(size)
+    if log:
+        log(f"wordcount: prepared {size:,} lines in {time.perf_counter() - t0:.1f} s; source: {source}")
+    try:
+        m = run_cluster_speedup(embedded, data, cluster, parallelism=parallelism, repeat=args.repeat,
+                                warmup=not args.no_warmup, log=log, cluster_workload=on_cluster)
+    except ResultMismatch as e:
+        print(f"RESULT CHECK FAILED: {e}", file=sys.stderr)
+        return 1
+    total = time.perf_counter() - started
+    print(format_speedup(m))
+    print(f"\nratios per repetition, median (min–max) over {args.repeat}; the target applies to net. net = "
+          f"JobExecutionResult net runtime (JobMaster start to the last task's end: deployment of the task "
+          f"processes included); wall = environment creation to execute() returning (job shipping and result "
+          f"polling included); task = longest vertex's processing span (diagnostic). WordCount source: {source}. "
+          f"nproc={info['nproc']}, {info['cpu']}, Python {info['python']}, {total:.0f} s in all; {_load()}.")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"machine": info, "argv": sys.argv[1:] if argv is None else argv,
+                       "cluster_speedup": m.to_json()}, f, indent=2)
+    if args.check_targets and not m.meets_target:
         return 2
     return 0
 

@@ -19,17 +19,26 @@ the figures depend on the Python version's library, which the README states.
 At parallelism 1 Rill runs two tasks: "Source: Collection Source -> FlatMap -> Map" and
 "Reduce -> Sink: Unnamed", connected by a hash (key-group) exchange through the local network
 stack.
+
+``WordCountWorkload(parallel_source=True)`` (the cluster comparison, ``bench/README.md``
+"Cluster WordCount") reads the same lines from :class:`ParallelLinesSource` instead: at
+parallelism P subtask *i* reads the *i*-th of P contiguous ranges of the list (at P = 1 the
+whole list, exactly as ``from_collection``), so the source is chained with the flat map in
+every subtask, as a parallel file source (the WordCount example's ``read_text_file``) is,
+instead of one source subtask feeding P flat maps through a rebalance exchange.
 """
 
 from __future__ import annotations
 
 import sysconfig
 from pathlib import Path
-from typing import List, Tuple
+from typing import List, Optional, Tuple
 
+from rill.datastream.connectors.collection import _CollectionReader, _RangeSplit
+from rill.datastream.connectors.source import Source, SourceReader, SplitEnumerator
 from rill.examples.word_count import add_counts, count_one, split_words
 
-__all__ = ["WordCountWorkload", "stdlib_lines", "word_of"]
+__all__ = ["WordCountWorkload", "ParallelLinesSource", "stdlib_lines", "word_of"]
 
 
 def word_of(word_count: Tuple[str, int]) -> str:
@@ -53,6 +62,38 @@ def stdlib_lines(size: int) -> List[str]:
     return lines
 
 
+class _OneRangePerSubtask(SplitEnumerator):
+    """Split *i* goes to subtask *i* (whoever asks first), then nothing."""
+
+    def __init__(self, splits: List[_RangeSplit]):
+        self._splits = dict(enumerate(splits))
+
+    def handle_split_request(self, subtask_index: int) -> Optional[_RangeSplit]:
+        return self._splits.pop(subtask_index, None)
+
+
+class ParallelLinesSource(Source):
+    """The elements of a list split across the source's subtasks: subtask *i* of P reads
+    elements ``[n*i//P, n*(i+1)//P)`` in order, with the reader of ``from_collection``
+    (batches of 1,024), so per record it costs what ``from_collection`` costs."""
+
+    def __init__(self, elements: List[str]):
+        self.elements = list(elements)
+
+    def create_splits(self, parallelism: int) -> List[_RangeSplit]:
+        n = len(self.elements)
+        return [_RangeSplit(n * i // parallelism, n * (i + 1) // parallelism) for i in range(parallelism)]
+
+    def create_enumerator(self, parallelism: int) -> SplitEnumerator:
+        return _OneRangePerSubtask(self.create_splits(parallelism))
+
+    def create_reader(self) -> SourceReader:
+        return _CollectionReader(self.elements)
+
+    def estimated_total_units(self) -> Optional[int]:
+        return len(self.elements)
+
+
 class WordCountWorkload:
     name = "wordcount"
     description = "lines → flat_map(split) → map((w, 1)) → key_by(w) → reduce(+) → counting sink"
@@ -60,11 +101,20 @@ class WordCountWorkload:
     default_size = 540_000
     target_ratio = 0.35
 
+    def __init__(self, parallel_source: bool = False):
+        #: read the lines with :class:`ParallelLinesSource` instead of ``from_collection``
+        self.parallel_source = parallel_source
+
     def prepare(self, size: int) -> List[str]:
         return stdlib_lines(size)
 
+    def source(self, env, data: List[str]):
+        if self.parallel_source:
+            return env.from_source(ParallelLinesSource(data), None, "Parallel Lines Source")
+        return env.from_collection(data)
+
     def run_rill(self, env, data: List[str], sink) -> None:
-        (env.from_collection(data)
+        (self.source(env, data)
             .flat_map(split_words)
             .map(count_one)
             .key_by(word_of)

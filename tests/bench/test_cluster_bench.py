@@ -1,0 +1,124 @@
+"""Smoke test of the benchmark's cluster target (``--target cluster``, ``--cluster-speedup``):
+tiny WordCount runs on a real local cluster that the benchmark starts itself. The result check
+works across processes (the sinks run in task processes and publish through files) and fails on
+wrong output; the cluster leaves nothing behind. Speed is never asserted."""
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+_ROOT = str(Path(__file__).resolve().parents[2])
+if _ROOT not in sys.path:  # bench/ is a top-level folder of the repository, not installed
+    sys.path.insert(0, _ROOT)
+
+from bench import run as bench_run  # noqa: E402
+from bench.cluster import BenchCluster  # noqa: E402
+from bench.harness import ResultMismatch, run_cluster_speedup, run_workload  # noqa: E402
+from bench.workloads.wordcount import ParallelLinesSource, WordCountWorkload, word_of  # noqa: E402
+from rill.examples.word_count import count_one, split_words  # noqa: E402
+
+LINES = 300
+
+
+@pytest.fixture(scope="module")
+def bench_cluster():
+    cluster = BenchCluster(task_executors=1, slots=2)
+    cluster.start()
+    try:
+        yield cluster
+    finally:
+        run_dir = cluster.run_dir
+        cluster.stop()  # raises ClusterLeftovers if a process of it is still running
+        assert not os.path.exists(run_dir)
+
+
+@pytest.fixture(scope="module")
+def lines():
+    return WordCountWorkload().prepare(LINES)
+
+
+class _NoRollingReduce(WordCountWorkload):
+    """Emits (word, 1) instead of the running count: same number of records, wrong values."""
+
+    def run_rill(self, env, data, sink):
+        self.source(env, data).flat_map(split_words).map(count_one).key_by(word_of).add_sink(sink)
+
+
+class _DropsALine(WordCountWorkload):
+    """Loses the first line (it has words): fewer records."""
+
+    def run_rill(self, env, data, sink):
+        assert split_words(data[0])
+        super().run_rill(env, data[1:], sink)
+
+
+def test_parallel_source_splits_the_lines_in_order():
+    data = [f"line {i}" for i in range(10)]
+    source = ParallelLinesSource(data)
+    for p in (1, 2, 3):
+        enumerator = source.create_enumerator(p)
+        read = []
+        for subtask in range(p):
+            split = enumerator.handle_split_request(subtask)
+            for batch in source.create_reader().read(split):
+                read.extend(batch)
+            assert enumerator.handle_split_request(subtask) is None
+        assert read == data
+
+
+@pytest.mark.parametrize("parallel_source", [True, False])
+def test_cluster_wordcount_passes_the_check(bench_cluster, lines, parallel_source):
+    m = run_workload(WordCountWorkload(parallel_source=parallel_source), lines, repeat=1, parallelism=2,
+                     warmup=False, cluster=bench_cluster)
+    assert m.target == "cluster" and m.parallelism == 2 and m.target_ratio is None
+    assert m.sink_records == sum(len(split_words(line)) for line in lines) > 0
+    assert os.listdir(bench_cluster.results_dir) == []  # every sink's file was read and removed
+
+
+@pytest.mark.parametrize("broken", [_NoRollingReduce, _DropsALine])
+def test_wrong_cluster_output_fails_the_check(bench_cluster, lines, broken):
+    with pytest.raises(ResultMismatch, match="'wordcount' at parallelism 2"):
+        run_workload(broken(parallel_source=True), lines, repeat=1, parallelism=2, warmup=False,
+                     cluster=bench_cluster)
+
+
+def test_a_sink_that_never_publishes_fails_the_check(bench_cluster, lines):
+    class _Silent(WordCountWorkload):
+        def run_rill(self, env, data, sink):
+            sink.close = lambda: None  # the subtasks' copies never publish
+            super().run_rill(env, data, sink)
+
+    with pytest.raises(ResultMismatch, match="never finished"):
+        run_workload(_Silent(parallel_source=True), lines, repeat=1, parallelism=2, warmup=False,
+                     cluster=bench_cluster)
+
+
+def test_speedup_mode_checks_every_side_and_embedded_still_works_after(bench_cluster, lines):
+    m = run_cluster_speedup(WordCountWorkload(parallel_source=True), lines, bench_cluster, parallelism=2,
+                            repeat=2, warmup=False)
+    assert m.records == LINES and m.sink_records > 0 and len(m.samples) == 2
+    assert [s.order[0] for s in m.samples] == ["loop", "embedded"]
+    assert m.speedup_net[1] <= m.speedup_net[0] <= m.speedup_net[2]
+    # shipping to the cluster pickles bench's modules by value, process-wide; the embedded
+    # sinks must still reach this process' registry afterwards
+    run_workload(WordCountWorkload(), lines, repeat=1, parallelism=1, warmup=False)
+    with pytest.raises(ResultMismatch):
+        run_cluster_speedup(WordCountWorkload(parallel_source=True), lines, bench_cluster, repeat=1,
+                            warmup=False, cluster_workload=_NoRollingReduce(parallel_source=True))
+
+
+def test_cli_cluster_speedup_starts_and_stops_its_cluster(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # where the cluster's run directory goes
+    out = tmp_path / "speedup.json"
+    code = bench_run.main(["--cluster-speedup", "--size", str(LINES), "--repeat", "1", "--no-warmup", "--quiet",
+                           "--json", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "| Rill cluster p=2 |" in text and "cluster p=2 ÷ embedded p=1: net" in text
+    report = json.loads(out.read_text())["cluster_speedup"]
+    assert report["records"] == LINES and report["parallelism"] == 2
+    # stopped (BenchCluster.stop raises if any of its processes survived) and its run directory gone
+    assert not [d for d in os.listdir(tmp_path) if d.startswith("rill-bench-cluster-")]
