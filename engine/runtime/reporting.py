@@ -54,9 +54,12 @@ def format_summary(client) -> str:
             f"{per_s(r.busy_time_ms):>6.0f} {per_s(r.idle_time_ms):>6.0f} {bp:>6.0f} "
             f"{per_s(r.cpu_time_ms):>6.0f}  {backpressure_level(bp)}"
         )
+    if getattr(client, "tasks_share_a_process", True):
+        cpu_note = "tasks in one process share the GIL, so busy - cpu is mostly waiting for it"
+    else:
+        cpu_note = "each task is a process of its own on the cluster"
     lines.append("(busy / idle / bp / cpu: ms per second, averaged over the vertex's subtasks; "
-                 "cpu = the task thread's own CPU time — tasks in one process share the GIL, so "
-                 "busy - cpu is mostly waiting for it)")
+                 f"cpu = the task thread's own CPU time — {cpu_note})")
     net = client.get_net_runtime_ms()
     if net is not None:
         lines.append(f"Net runtime: {net} ms")

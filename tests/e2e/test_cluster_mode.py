@@ -20,6 +20,8 @@ def test_main_job_on_the_cluster_equals_embedded(cluster, main_job_cli, cache_di
     proc = cluster.cli("run", "--target", cluster.address, "-p", "2", "-m", "rill.examples.flight_stats",
                        "--", "--output", str(out), timeout=300)
     assert "FINISHED" in proc.stderr
+    assert "each task is a process of its own on the cluster" in proc.stderr
+    assert "share the GIL" in embedded_proc.stderr
     for part in ("stats", "hourly", "late"):
         cluster_lines, embedded_lines = lines_of(out / part), lines_of(embedded_out / part)
         assert cluster_lines == embedded_lines, part

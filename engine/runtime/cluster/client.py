@@ -133,6 +133,9 @@ def _start_collect(job_graph, channel):
 class ClusterJobClient:
     """A job running on a cluster; the same methods as the embedded ``JobClient``."""
 
+    #: Tasks run in processes of their own (read by ``rill run``'s summary).
+    tasks_share_a_process = False
+
     def __init__(self, client: ClusterClient, job_id: str, job_name: str, collect_channel=None, collect_server=None):
         self._client = client
         self._job_id = job_id
