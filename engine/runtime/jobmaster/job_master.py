@@ -153,7 +153,11 @@ class JobMaster:
         with self._lock:
             ev = self.execution_graph.get_job_vertex(task.tdd.vertex.get_id()).get_task_vertices()[task.tdd.subtask_index]
             ev.get_current_execution().state = state
-            if state is ExecutionState.FAILED and self._first_failure is None:
+            # A task failing while the job is CANCELLING (a consumer whose producer was cancelled
+            # first, say) is a consequence of the cancellation: as in Flink, the job still ends
+            # CANCELED. While FAILING, the first failure stays the root cause.
+            if (state is ExecutionState.FAILED and self._first_failure is None
+                    and self.status is not JobStatus.CANCELLING):
                 self._first_failure = failure
                 if self.status is JobStatus.RUNNING:
                     self.status = JobStatus.FAILING
