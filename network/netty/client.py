@@ -32,6 +32,7 @@ from .config import NettyConfig
 from .connection import FrameConnection, _fmt
 from .exceptions import AuthenticationError, CorruptFrameError
 from .io_thread import EVENT_WRITE, IOThread, Timer
+from .messages import LENGTH
 
 if TYPE_CHECKING:
     from ..partition.consumer.remote_input_channel import RemoteInputChannel
@@ -43,6 +44,11 @@ _CONNECTING = "connecting"
 _HANDSHAKE = "handshake"
 _READY = "ready"
 _CONNECT_IN_PROGRESS = {0, errno.EINPROGRESS, errno.EWOULDBLOCK, errno.EALREADY}
+_BUFFER_RESPONSE = messages.BUFFER_RESPONSE
+_BUFFER_RESPONSE_HEADER = messages.BUFFER_RESPONSE_HEADER
+_BUFFER_RESPONSE_HEADER_SIZE = messages.BUFFER_RESPONSE_HEADER.size
+_BUFFER_RESPONSE_FIXED = messages.BUFFER_RESPONSE_PAYLOAD_OFFSET
+_FLAG_EVENT = messages.FLAG_EVENT
 
 
 class PartitionRequestClient(FrameConnection):
@@ -234,6 +240,98 @@ class PartitionRequestClient(FrameConnection):
                 self.notify_credit_available(channel)
             return True
         raise CorruptFrameError(f"data from {_fmt(self.remote_address)} before the connection was set up")
+
+    def _process_frames(self) -> None:
+        # The data path, in two passes over the frames of one read. First the credit side of
+        # every data frame (sequence check, receiving buffer; a segment before the last gives
+        # its buffer back at once), then the AddCredit for what that freed is written and
+        # flushed, and only then are the payloads copied into the channels' reassembly
+        # buffers: the sender gets its credit a read's worth of copies earlier (with 10
+        # credits in flight it otherwise waits for them). The payloads stay valid until the
+        # next recv, which comes after both passes. A BufferResponse is parsed in place (no
+        # frame view, no _handle_frame call); events, other frames, flow control off and
+        # everything before the handshake completed take the per-frame path, after the
+        # deferred payloads before them.
+        if self._state is not _READY:
+            super()._process_frames()
+            return
+        buf = self._rbuf
+        view = self._rview
+        pos = self._rstart
+        total = self._rend
+        max_frame = self._max_frame
+        channels = self._channels
+        unpack_length = LENGTH.unpack_from
+        unpack_header = _BUFFER_RESPONSE_HEADER.unpack_from
+        defer = self.flow_control
+        deferred: list = []
+        frames = data = 0
+        try:
+            while total - pos >= 4 and not self._closed and not self._read_paused:
+                (length,) = unpack_length(buf, pos)
+                if length == 0 or length > max_frame:
+                    raise self._bad_length(length)
+                end = pos + 4 + length
+                if end > total:
+                    break
+                if buf[pos + 4] == _BUFFER_RESPONSE and length >= _BUFFER_RESPONSE_FIXED:
+                    _, _, receiver_id, sequence, backlog, flags = unpack_header(buf, pos)
+                    channel = channels.get(receiver_id)
+                    if channel is None:
+                        pass  # released meanwhile: drop (its credit died with it)
+                    elif defer and not flags & _FLAG_EVENT:
+                        kind = channel._on_data_segment(sequence, backlog, flags,
+                                                        end - pos - _BUFFER_RESPONSE_HEADER_SIZE)
+                        if kind is not False:
+                            deferred.append((channel, pos + _BUFFER_RESPONSE_HEADER_SIZE, end, flags, kind))
+                        data += 1
+                    else:
+                        if deferred:
+                            self._deliver_deferred(deferred, view)
+                        # valid during the call only: the channel copies it
+                        payload = view[pos + _BUFFER_RESPONSE_HEADER_SIZE:end]
+                        taken = channel._on_buffer_response(sequence, backlog, flags, payload)
+                        payload.release()
+                        if not taken:  # flow control off, no buffer: re-dispatched on resume
+                            self._blocked_by = channel
+                            self.pause_reading()
+                            break
+                        if not flags & _FLAG_EVENT:
+                            data += 1
+                else:
+                    if deferred:
+                        self._deliver_deferred(deferred, view)
+                    frame = view[pos + 4:end]
+                    try:
+                        consumed = self._handle_frame(frame)
+                    finally:
+                        frame.release()
+                    if not consumed:
+                        break
+                pos = end
+                frames += 1
+        finally:
+            self.frames_received += frames
+            self.buffers_received += data
+            try:
+                if deferred:
+                    self._deliver_deferred(deferred, view)
+            finally:
+                self._consumed_up_to(buf, pos)
+
+    def _deliver_deferred(self, deferred: list, view: memoryview) -> None:
+        """Announce the credit the deferred data frames freed, then hand their payloads (in
+        ``view``, the read buffer they were read into) over."""
+        if self._credit_queue and not self._closed:
+            self._announce_credit()
+            self._flush_socket()
+        try:
+            for channel, start, end, flags, kind in deferred:
+                payload = view[start:end]
+                channel._on_data_segment_payload(payload, flags, kind)
+                payload.release()
+        finally:
+            deferred.clear()
 
     def resume_reading(self) -> None:
         """A channel that blocked the connection (flow control off) has a buffer again."""

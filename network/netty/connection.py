@@ -112,6 +112,8 @@ class FrameConnection:
         self._rview = memoryview(self._rbuf)
         self._rstart = 0
         self._rend = 0
+        #: The events the socket is registered for, as last told to the selector (-1: unknown).
+        self._events = -1
         self._out: deque = deque()
         self._out_bytes = 0
         self._read_paused = False
@@ -148,6 +150,7 @@ class FrameConnection:
             self.local_address = sock.getsockname()
         except OSError:  # pragma: no cover
             self.local_address = None
+        self._events = -1  # registered by someone else (a client's connect) or not at all
         self._update_interest()
 
     def _start_handshake_timer(self) -> None:
@@ -175,7 +178,10 @@ class FrameConnection:
         events = 0 if self._read_paused else EVENT_READ
         if self._out:
             events |= EVENT_WRITE
-        self._io.register(sock, events, self)
+        if events != self._events:
+            # a selector lookup per flush otherwise (get_map, fileno, key): ~3% of a network thread
+            self._io.register(sock, events, self)
+            self._events = events
 
     # ------------------------------------------------------------------ reading
 
@@ -234,10 +240,7 @@ class FrameConnection:
             while total - pos >= 4 and not self._closed and not self._read_paused:
                 (length,) = unpack(buf, pos)
                 if length == 0 or length > self._max_frame:
-                    raise CorruptFrameError(
-                        f"frame length {length} from {_fmt(self.remote_address)} is outside "
-                        f"[1, {self._max_frame}] (corrupt stream, or not a Rill peer)"
-                    )
+                    raise self._bad_length(length)
                 end = pos + 4 + length
                 if end > total:
                     break
@@ -251,15 +254,25 @@ class FrameConnection:
                 pos = end
                 self.frames_received += 1
         finally:
-            if not self._closed and buf is self._rbuf:
-                if pos == self._rend:
-                    self._rstart = self._rend = 0  # all consumed: the next read starts at 0
-                    if len(buf) > _READ_BUFFER_SHRINK_CHUNKS * self._config.receive_chunk_bytes:
-                        self._rview.release()  # a huge frame passed: do not keep its memory
-                        self._rbuf = bytearray()
-                        self._rview = memoryview(self._rbuf)
-                else:
-                    self._rstart = pos
+            self._consumed_up_to(buf, pos)
+
+    def _consumed_up_to(self, buf: bytearray, pos: int) -> None:
+        """The frames of ``buf`` before ``pos`` are processed (end of a frame loop)."""
+        if not self._closed and buf is self._rbuf:
+            if pos == self._rend:
+                self._rstart = self._rend = 0  # all consumed: the next read starts at 0
+                if len(buf) > _READ_BUFFER_SHRINK_CHUNKS * self._config.receive_chunk_bytes:
+                    self._rview.release()  # a huge frame passed: do not keep its memory
+                    self._rbuf = bytearray()
+                    self._rview = memoryview(self._rbuf)
+            else:
+                self._rstart = pos
+
+    def _bad_length(self, length: int) -> CorruptFrameError:
+        return CorruptFrameError(
+            f"frame length {length} from {_fmt(self.remote_address)} is outside "
+            f"[1, {self._max_frame}] (corrupt stream, or not a Rill peer)"
+        )
 
     def _handle_frame(self, frame: memoryview) -> bool:
         """Process one frame (``frame`` starts at the type byte and is only valid during the

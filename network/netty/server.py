@@ -164,29 +164,49 @@ class ServerConnection(FrameConnection):
         self._io.mark_dirty(self)
 
     def _pump(self) -> None:
+        # One pass of Flink's PartitionRequestQueue: round robin over the ready readers, one
+        # frame per turn, until the readers have nothing to send or the socket's backlog
+        # reaches the high-water mark. The ready queue's lock is taken twice per pass (to take
+        # the readers queued so far, and to queue again those that still have data and credit),
+        # not twice per frame. A reader's ``queued`` flag is cleared when the pass takes it, as
+        # when one was popped before: a notification during the pass queues it again (it may
+        # then get a second turn in this pass; never a lost wake-up).
         high_water = self._config.send_high_water_mark_bytes
-        ready = self._ready
         lock = self._ready_lock
         with lock:
             self._pump_scheduled = False
-        while self._out_bytes < high_water and not self._closed:
-            with lock:
-                if not ready:
-                    return
-                reader = ready.popleft()
+            turn = self._ready
+            if not turn:
+                return
+            self._ready = deque()
+            for reader in turn:
                 reader.queued = False
-            frame = reader.next_frame()
-            if frame is not None:
-                self.write(*frame)
-            if reader.released:
-                if self._readers.get(reader.receiver_id) is reader:
-                    del self._readers[reader.receiver_id]
-                continue
-            if frame is not None and reader.is_available():
+        out = self._out
+        try:
+            while turn and self._out_bytes < high_water and not self._closed:
+                reader = turn.popleft()
+                frame = reader.next_frame()
+                if frame is not None:
+                    for chunk in frame:
+                        out.append(chunk)
+                        self._out_bytes += len(chunk)
+                    self.frames_sent += 1
+                if reader.released:
+                    if self._readers.get(reader.receiver_id) is reader:
+                        del self._readers[reader.receiver_id]
+                    continue
+                if frame is not None and reader.is_available():
+                    turn.append(reader)
+        finally:
+            if turn:  # not served to the end (high-water mark): first in the next pass
                 with lock:
-                    if not reader.queued:
-                        reader.queued = True
-                        ready.append(reader)
+                    ready = deque()
+                    for reader in turn:
+                        if not reader.queued and not reader.released and not self._closed:
+                            reader.queued = True
+                            ready.append(reader)
+                    ready.extend(self._ready)
+                    self._ready = ready
 
     def flush(self) -> None:
         """Pump frames from ready readers and write them, until the socket or the readers

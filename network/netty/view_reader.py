@@ -38,6 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = ["CreditBasedViewReader", "SubpartitionReaderStatistics"]
 
+_pack_header = messages.BUFFER_RESPONSE_HEADER.pack
+_HEADER_FIXED = messages.BUFFER_RESPONSE_HEADER.size - 4
+_BUFFER_RESPONSE = messages.BUFFER_RESPONSE
+_FLAG_LAST_SEGMENT = messages.FLAG_LAST_SEGMENT
+_U32_MAX = 0xFFFFFFFF
+
 
 @dataclass(frozen=True, slots=True)
 class SubpartitionReaderStatistics:
@@ -106,6 +112,8 @@ class CreditBasedViewReader:
         self.credit.add(initial_credit)
         self._serializer = serializer
         self._view: Optional[ResultSubpartitionView] = None
+        #: The view's live backlog (``get_buffers_in_backlog``), else the one its last poll said.
+        self._view_backlog_getter = self._last_view_backlog
         self._stash: Optional[Buffer] = None
         self._segments: deque = deque()
         self._segment_flags = 0
@@ -132,9 +140,11 @@ class CreditBasedViewReader:
         :raises PartitionNotFoundError, PartitionReleasedError, ValueError, RuntimeError: as
             :meth:`ResultPartitionManager.create_subpartition_view`.
         """
-        self._view = partition_manager.create_subpartition_view(
+        view = partition_manager.create_subpartition_view(
             self.partition_id, self.subpartition_index, self.notify_data_available
         )
+        self._view = view
+        self._view_backlog_getter = getattr(view, "get_buffers_in_backlog", self._last_view_backlog)
 
     def notify_data_available(self) -> None:
         """The subpartition has data (producer thread): queue this reader on its connection."""
@@ -168,7 +178,8 @@ class CreditBasedViewReader:
         if self.released:
             return None
         if self._segments:
-            if not self.credit.can_send():
+            credit = self.credit
+            if credit.available < 1 and credit.flow_control:
                 self._mark_blocked()
                 return None
             return self._next_segment()
@@ -204,17 +215,25 @@ class CreditBasedViewReader:
         return self._next_segment()
 
     def _next_segment(self) -> tuple:
+        # The per-segment path (one call per 32 KiB frame): _frame and encode_buffer_response_header
+        # inlined, the same header.
         segments = self._segments
         segment = segments.popleft()
         self.credit.consume()
         flags = self._segment_flags
         if not segments:
-            flags |= messages.FLAG_LAST_SEGMENT
+            flags |= _FLAG_LAST_SEGMENT
+        size = len(segment)
         self.segments_sent += 1
-        self.bytes_sent += len(segment)
-        self._view.add_bytes_sent(len(segment))  # the producer's numBytesOut
+        self.bytes_sent += size
+        self._view.add_bytes_sent(size)  # type: ignore[union-attr]  # the producer's numBytesOut
         self._connection.buffers_sent += 1
-        return self._frame(flags, segment)
+        backlog = len(segments) + (self._stash is not None) + self._view_backlog_getter()
+        sequence = self._sequence
+        self._sequence = sequence + 1
+        header = _pack_header(_HEADER_FIXED + size, _BUFFER_RESPONSE, self.receiver_id,
+                              sequence & _U32_MAX, backlog if backlog < _U32_MAX else _U32_MAX, flags)
+        return header, segment
 
     def _event_frame(self, event) -> tuple:
         try:
@@ -231,16 +250,15 @@ class CreditBasedViewReader:
         return frame
 
     def _frame(self, flags: int, payload) -> tuple:
-        backlog = len(self._segments) + (self._stash is not None) + self._current_view_backlog()
+        backlog = len(self._segments) + (self._stash is not None) + self._view_backlog_getter()
         header = messages.encode_buffer_response_header(
             self.receiver_id, self._sequence, backlog, flags, len(payload)
         )
         self._sequence += 1
         return header, payload
 
-    def _current_view_backlog(self) -> int:
-        getter = getattr(self._view, "get_buffers_in_backlog", None)
-        return getter() if getter is not None else self._view_backlog
+    def _last_view_backlog(self) -> int:
+        return self._view_backlog
 
     def _mark_blocked(self) -> None:
         if self._blocked_since is None:

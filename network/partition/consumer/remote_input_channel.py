@@ -7,7 +7,9 @@ works with it unchanged, and may mix it with local channels.
 Data path: the network thread (:mod:`rill.network.netty`) receives a BufferResponse for this
 channel's receiver id, checks its sequence number, takes a receiving buffer (credit) from the
 channel's :class:`~rill.network.partition.consumer.buffer_manager.BufferManager`, reassembles
-segments into a payload, queues it and notifies the gate. The consuming task's
+segments into a payload, queues it and notifies the gate (the connection does the credit side
+of all data frames of one read first, flushes the AddCredit that freed, then hands the payloads
+over: ``_on_data_segment``, then ``_on_data_segment_payload``). The consuming task's
 :meth:`RemoteInputChannel.get_next_buffer` decodes the payload -- deserialization runs on the
 task thread, as in Flink, so the network thread only moves bytes -- into a
 :class:`~rill.network.buffer.buffer.Buffer` whose recycler gives the receiving buffer back (new
@@ -51,6 +53,10 @@ if TYPE_CHECKING:
     from ...netty.connection_manager import NettyConnectionManager
 
 __all__ = ["RemoteInputChannel", "RemoteInputChannelStatistics", "RemoteProducerError"]
+
+_FLAG_LAST_SEGMENT = messages.FLAG_LAST_SEGMENT
+#: What _on_data_segment returns for a frame that broke the protocol (see there).
+_PROTOCOL_ERROR = object()
 
 
 class RemoteProducerError(RuntimeError):
@@ -158,6 +164,8 @@ class RemoteInputChannel(InputChannel):
         self._lock = threading.Lock()
         self._queue: deque = deque()
         self._error: Optional[BaseException] = None
+        #: A data frame broke the protocol; the channel fails once the frames before it are in.
+        self._pending_failure: Optional[BaseException] = None
         self._requested = False
         self._released = False
         self._finished = False
@@ -366,17 +374,17 @@ class RemoteInputChannel(InputChannel):
         call only (it is copied: once, into the reassembly buffer, for data). :returns:
         ``False`` if it cannot be taken now (flow control off and no free buffer): the
         connection pauses and re-delivers it."""
-        if self._released or self._error is not None:
-            return True
-        if sequence != self._expected_sequence:
-            self._fail(RemoteTransportError(
-                f"{self.describe()}: buffer reordering: expected sequence number "
-                f"{self._expected_sequence}, received {sequence}",
-                self.partition_id, self.producer_address,
-            ))
-            return True
-        manager = self._buffer_manager
         if flags & messages.FLAG_EVENT:
+            if self._released or self._error is not None:
+                return True
+            if sequence != self._expected_sequence:
+                self._fail(RemoteTransportError(
+                    f"{self.describe()}: buffer reordering: expected sequence number "
+                    f"{self._expected_sequence}, received {sequence}",
+                    self.partition_id, self.producer_address,
+                ))
+                return True
+            manager = self._buffer_manager
             self._expected_sequence += 1
             self.events_received += 1
             self.bytes_received += len(payload)
@@ -384,33 +392,72 @@ class RemoteInputChannel(InputChannel):
             if self._flow_control:
                 manager.on_sender_backlog(backlog)
             return True
-        last = bool(flags & messages.FLAG_LAST_SEGMENT)
-        try:
-            # a segment before the last is copied into the reassembly buffer right away: its
-            # receiving buffer is taken and given back in one step
-            kind = manager.on_buffer_received(backlog) if last else manager.on_segment_copied(backlog)
-        except CreditInvariantError as error:
-            self._fail(RemoteTransportError(f"{self.describe()}: {error}", self.partition_id,
-                                            self.producer_address, error))
-            return True
+        kind = self._on_data_segment(sequence, backlog, flags, len(payload))
         if kind is None:
             return False
-        if kind is False:
-            return True  # released meanwhile
-        self._expected_sequence += 1
+        if kind is not False:
+            self._on_data_segment_payload(payload, flags, kind)
+        return True
+
+    def _on_data_segment(self, sequence: int, backlog: int, flags: int, size: int):
+        """The credit side of a data frame (:meth:`_on_buffer_response` without the payload):
+        the sequence check and the receiving buffer. The connection calls it for every data
+        frame of a read, announces the credit they freed, then hands the payloads over with
+        :meth:`_on_data_segment_payload`, so the sender gets its credit before the copies.
+
+        :returns: the :class:`BufferKind` taken (pass it on with the payload); ``False``: drop
+            the frame (released or failed); ``None``: no buffer (flow control off only),
+            re-deliver the frame later; :data:`_PROTOCOL_ERROR`: the frame broke the protocol,
+            the channel fails when this is passed on as the kind (after the payloads of the
+            frames before it: the task sees what arrived intact, then the failure) and drops
+            every frame until then.
+        """
+        if self._released or self._error is not None or self._pending_failure is not None:
+            return False
+        if sequence != self._expected_sequence:
+            self._pending_failure = RemoteTransportError(
+                f"{self.describe()}: buffer reordering: expected sequence number "
+                f"{self._expected_sequence}, received {sequence}",
+                self.partition_id, self.producer_address,
+            )
+            return _PROTOCOL_ERROR
+        manager = self._buffer_manager
+        try:
+            # a segment before the last is copied into the reassembly buffer before the
+            # connection reads again: its receiving buffer is taken and given back in one step
+            if flags & _FLAG_LAST_SEGMENT:
+                kind = manager.on_buffer_received(backlog)
+            else:
+                kind = manager.on_segment_copied(backlog)
+        except CreditInvariantError as error:
+            self._pending_failure = RemoteTransportError(
+                f"{self.describe()}: {error}", self.partition_id, self.producer_address, error)
+            return _PROTOCOL_ERROR
+        if kind is None or kind is False:
+            return kind
+        self._expected_sequence = sequence + 1
         self.segments_received += 1
-        self.bytes_received += len(payload)
+        self.bytes_received += size
+        return kind
+
+    def _on_data_segment_payload(self, payload, flags: int, kind) -> None:
+        """The payload of a data frame :meth:`_on_data_segment` took a buffer for: copied into
+        the reassembly buffer; a complete payload is queued for the task."""
+        if kind is _PROTOCOL_ERROR:
+            error, self._pending_failure = self._pending_failure, None
+            self._fail(error)  # type: ignore[arg-type]
+            return
+        last = flags & _FLAG_LAST_SEGMENT
         try:
             complete = self._deserializer.add_segment(payload, last)
         except PayloadTooLargeError as error:  # names this channel already
             if last:
-                manager.recycle(kind)
+                self._buffer_manager.recycle(kind)
             self._fail(RemoteTransportError(str(error), self.partition_id, self.producer_address, error))
-            return True
+            return
         if complete is not None:
             self.buffers_received += 1
             self._enqueue((kind, complete, flags))
-        return True
 
     def _enqueue(self, entry: tuple) -> None:
         with self._lock:

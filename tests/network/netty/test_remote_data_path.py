@@ -10,6 +10,8 @@ import random
 
 import pytest
 from _remote_helpers import GateReader, make_partition
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rill.network import (
     END_OF_PARTITION_EVENT,
@@ -115,6 +117,60 @@ def test_taking_and_giving_back_a_segments_buffer_at_once_equals_the_two_steps()
         assert repr(plain) == repr(fast)
         assert plain_pool.get_number_of_available_buffers() == fast_pool.get_number_of_available_buffers()
         assert bool(calls[0]) == bool(calls[1])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    exclusive=st.lists(st.integers(1, 3), min_size=1, max_size=3),
+    floating=st.integers(0, 5),
+    ops=st.lists(st.tuples(st.sampled_from(["segment", "segment", "segment", "last", "recycle", "announce",
+                                            "release"]),
+                           st.integers(0, 2), st.integers(0, 40)), max_size=80),
+)
+def test_the_written_out_segment_path_equals_the_stepwise_one_across_channels(exclusive, floating, ops):
+    """``on_segment_copied`` (flow control on: the ledger's and the pool's steps written out in
+    one method) leaves every ledger of the gate, the pool, its queue of waiting channels and
+    the sequence of credit notifications exactly as the stepwise reference does, for several
+    channels sharing one pool, varying backlogs, buffers held by the task, announcements and
+    releases."""
+    worlds = []
+    for written_out in (False, True):
+        pool = FloatingBufferPool(floating)
+        log: list = []
+        managers = [BufferManager(e, pool, True, 1, lambda i=i, log=log: log.append(i)) for i, e in enumerate(exclusive)]
+        worlds.append((written_out, pool, managers, [[] for _ in managers], log))
+
+    def state(world):
+        _, pool, managers, held, log = world
+        index = {id(m): i for i, m in enumerate(managers)}
+        return ([repr(m.ledger) for m in managers], pool.get_number_of_available_buffers(),
+                pool.statistics().peak_assigned_buffers, [index[id(m)] for m in pool._waiting],
+                held, list(log))
+
+    for op, channel, backlog in ops:
+        for written_out, pool, managers, held, log in worlds:
+            manager = managers[channel % len(managers)]
+            kinds = held[channel % len(managers)]
+            if op in ("segment", "last"):
+                if manager.ledger.announced_credit == 0:
+                    manager.take_unannounced_credit()  # the AddCredit reached the sender
+                if manager.ledger.announced_credit == 0:
+                    continue
+                if op == "last":
+                    kinds.append(manager.on_buffer_received(backlog))
+                elif written_out:
+                    manager.on_segment_copied(backlog)
+                else:
+                    manager._on_segment_copied_stepwise(backlog)
+            elif op == "recycle":
+                if kinds:
+                    manager.recycle(kinds.pop(0))
+            elif op == "announce":
+                manager.take_unannounced_credit()
+            else:
+                manager.release()
+            manager.check_invariants()
+        assert state(worlds[0]) == state(worlds[1])
 
 
 def test_a_segment_arriving_for_a_released_channel_is_dropped():
