@@ -1,10 +1,20 @@
 """Task deployment descriptors: everything a TaskExecutor needs to run one subtask
 (Flink's ``TaskDeploymentDescriptor``, ``ResultPartitionDeploymentDescriptor``,
-``InputGateDeploymentDescriptor``). Plain data; the JobVertex inside carries the chained
-operators' StreamConfigs (operator factories pickle with cloudpickle for shipping)."""
+``InputGateDeploymentDescriptor``, ``JobInformation``, ``TaskInformation``). Plain data.
+
+In the embedded mode a descriptor's ``vertex`` is the JobVertex itself (nothing is copied).
+A cluster task gets a :class:`TaskInformation` there instead: the chained operators'
+StreamConfigs and the chain's edges, with no reference to the JobGraph -- a JobVertex reaches
+every other vertex through its ``inputs`` and ``produced_data_sets``, so pickling one pickles
+the whole job, a source's collection included. As in Flink, the parts every subtask of a job
+(:class:`JobInformation`) or of a vertex (:class:`TaskInformation`) shares are serialized once
+and shipped next to the small per-subtask rest (:func:`subtask_descriptor`); the task puts them
+together again with :func:`assemble_descriptor`.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -12,6 +22,10 @@ __all__ = [
     "ResultPartitionDeploymentDescriptor",
     "InputGateDeploymentDescriptor",
     "TaskDeploymentDescriptor",
+    "JobInformation",
+    "TaskInformation",
+    "subtask_descriptor",
+    "assemble_descriptor",
 ]
 
 
@@ -52,6 +66,21 @@ class InputGateDeploymentDescriptor:
 
 @dataclass
 class TaskDeploymentDescriptor:
+    """One subtask's deployment (Flink's ``TaskDeploymentDescriptor``).
+
+    :param vertex: what the task reads of its vertex (``invokable_class_name``,
+        ``head_node_id``, ``stream_configs``, ``transitive_out_edges``, ``in_edges``): the
+        JobVertex in the embedded mode, a :class:`TaskInformation` on the cluster, ``None`` in
+        the per-subtask part shipped to a cluster task (:func:`subtask_descriptor`).
+    :param buffer_timeout_ms: output flush interval (ms; 0: after every record, -1: when full).
+    :param records_per_buffer: records per local network buffer.
+    :param slot_index: the slot (of the TaskExecutor the JobMaster deploys to) it runs in.
+    :param auto_watermark_interval_ms: periodic watermark interval (ms; 0: none).
+
+    The other fields name the job, the subtask and its attempt, and list its produced
+    partitions and consumed gates.
+    """
+
     job_id: str
     job_name: str
     vertex: Any
@@ -73,3 +102,107 @@ class TaskDeploymentDescriptor:
     @property
     def task_name_with_subtasks(self) -> str:
         return f"{self.task_name} ({self.subtask_index + 1}/{self.parallelism})"
+
+
+@dataclass(frozen=True)
+class JobInformation:
+    """What every task of a job shares (Flink's ``JobInformation``): serialized once per job
+    by the cluster's JobMaster.
+
+    :param job_id: the job's id (hex).
+    :param job_name: the job's name.
+    :param job_configuration: the program's merged ``Configuration`` (the keys the client set:
+        its config file, ``RILL_*`` variables and the program's own). A cluster task merges it
+        over its own process's configuration, so per-job settings win (network memory, segment
+        size).
+    :param job_parameters: the job's global parameters (``str`` → ``str``).
+    """
+
+    job_id: str
+    job_name: str
+    job_configuration: Any
+    job_parameters: Dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class TaskInformation:
+    """What every subtask of one vertex shares (Flink's ``TaskInformation``: vertex id, name,
+    number of subtasks, max parallelism, invokable class and task configuration), detached
+    from the JobGraph: serialized once per vertex, it holds this vertex's operators and edges
+    and nothing of the other vertices. It answers what a task reads of a JobVertex under the
+    same names, so it stands in for one in :attr:`TaskDeploymentDescriptor.vertex`.
+
+    :param vertex_id: the ``JobVertexID``.
+    :param task_name: the chained name, e.g. ``"Reduce -> Sink: Print to Std. Out"``.
+    :param parallelism: number of subtasks.
+    :param max_parallelism: number of key groups (the vertex's effective max parallelism).
+    :param invokable_class_name: ``"SourceOperatorStreamTask"``, ``"OneInputStreamTask"`` or
+        ``"TwoInputStreamTask"``.
+    :param head_node_id: StreamNode id of the chain's head operator.
+    :param stream_configs: StreamNode id → ``StreamConfig``, one per chained operator (the
+        task configuration: operator factories, chained and network outputs, key selectors).
+    :param transitive_out_edges: the StreamEdges leaving the chain; the i-th writes the i-th
+        produced partition. The same objects as the StreamConfigs' ``non_chained_outputs``
+        (the OperatorChain pairs them by identity), so the two are always pickled together.
+    :param in_edges: the physical StreamEdges entering the chain; the i-th arrives through
+        input gate i.
+    """
+
+    vertex_id: Any
+    task_name: str
+    parallelism: int
+    max_parallelism: int
+    invokable_class_name: str
+    head_node_id: int
+    stream_configs: Dict[int, Any]
+    transitive_out_edges: List[Any]
+    in_edges: List[Any]
+
+    @classmethod
+    def from_job_vertex(cls, vertex) -> "TaskInformation":
+        """The task information of a JobVertex (its objects, not copies: pickle it to detach)."""
+        return cls(
+            vertex_id=vertex.get_id(),
+            task_name=vertex.get_name(),
+            parallelism=vertex.get_parallelism(),
+            max_parallelism=vertex.get_effective_max_parallelism(),
+            invokable_class_name=vertex.invokable_class_name,
+            head_node_id=vertex.head_node_id,
+            stream_configs=dict(vertex.stream_configs),
+            transitive_out_edges=list(vertex.transitive_out_edges),
+            in_edges=list(vertex.in_edges),
+        )
+
+    def get_id(self):
+        """The ``JobVertexID`` (as ``JobVertex.get_id``)."""
+        return self.vertex_id
+
+    def get_name(self) -> str:
+        """The chained name (as ``JobVertex.get_name``)."""
+        return self.task_name
+
+    def get_parallelism(self) -> int:
+        """Number of subtasks (as ``JobVertex.get_parallelism``)."""
+        return self.parallelism
+
+
+def subtask_descriptor(tdd: TaskDeploymentDescriptor) -> TaskDeploymentDescriptor:
+    """The per-subtask part of ``tdd`` (Flink ships it next to the serialized job and task
+    information): ``vertex`` and ``job_parameters`` cleared, the rest (subtask index, attempt,
+    partitions, gates with their locations, buffer settings) kept."""
+    return dataclasses.replace(tdd, vertex=None, job_parameters={})
+
+
+def assemble_descriptor(subtask: TaskDeploymentDescriptor, task_information: TaskInformation,
+                        job_information: JobInformation) -> TaskDeploymentDescriptor:
+    """The whole descriptor again, in the task's process, from :func:`subtask_descriptor`'s
+    part and the shared ones.
+
+    :raises ValueError: if the parts belong to different jobs or vertices' tasks.
+    """
+    if subtask.job_id != job_information.job_id:
+        raise ValueError(f"Descriptor of job {subtask.job_id} with the job information of {job_information.job_id}")
+    if subtask.task_name != task_information.task_name:
+        raise ValueError(f"Descriptor of task '{subtask.task_name}' with the task information of "
+                         f"'{task_information.task_name}'")
+    return dataclasses.replace(subtask, vertex=task_information, job_parameters=dict(job_information.job_parameters))

@@ -9,7 +9,10 @@ rules -- with a :class:`ClusterDeployer` in place of the in-process TaskExecutor
 Deployment in two steps, because each task's process must be running before its consumers can
 be told where to read: slots from the ResourceManager → ``StartTask`` to each slot's
 TaskExecutor → every StreamTask reports its data address (``TaskProcessReady``) → each gets
-its descriptor with the location of every partition it reads (``DeployTask``).
+its descriptor with the location of every partition it reads (``DeployTask``). The descriptor
+travels as Flink ships it: the job's and each vertex's shared parts serialized once
+(``JobInformation``, ``TaskInformation``, which holds only that vertex's operators), and a
+small per-subtask rest.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessag
 
 from rill.graph.states import ExecutionState
 from rill.runtime.cluster import messages as m
+from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
 
@@ -187,8 +191,6 @@ class JobMasterActor(Actor):
 
     # -- start -------------------------------------------------------------------------------
     def _start(self, msg: m.StartJobMaster) -> None:
-        from rill.common.configuration import ConfigOptions  # noqa: PLC0415
-        from rill.network.netty.config import NettyConfig  # noqa: PLC0415
         from rill.runtime.jobmaster.job_master import JobMaster  # noqa: PLC0415
         from rill.runtime.jobmaster.scheduler import required_slots  # noqa: PLC0415
 
@@ -197,16 +199,15 @@ class JobMasterActor(Actor):
         self.resource_manager = msg.resource_manager
         self.submission = sub = msg.submission
         conf = sub.configuration
-        self.netty_config = NettyConfig(
-            secret=msg.secret,
-            host=conf.get(ConfigOptions.TASKMANAGER_HOST),
-            flow_control=conf.get(ConfigOptions.NETWORK_CREDIT_MODEL),
-            compression=conf.get(ConfigOptions.NETWORK_COMPRESSION),
-            exclusive_buffers_per_channel=conf.get(ConfigOptions.BUFFERS_PER_CHANNEL),
-            floating_buffers_per_gate=conf.get(ConfigOptions.FLOATING_BUFFERS_PER_GATE),
-            max_payload_size_bytes=conf.get(ConfigOptions.NETWORK_MAX_PAYLOAD_SIZE),
-        )
         self.wakeupAfter(REPORT_INTERVAL)
+        try:
+            self.netty_config = _netty_config(conf, msg.secret)
+        except ValueError as e:  # a job's bad setting must fail the job, not leave it unanswered
+            self.early_failure = JobExecutionException(
+                self.job_id, f"Job '{sub.job_name}' ({self.job_id}) failed: invalid network configuration: {e}")
+            self.early_failure.__cause__ = e
+            self._report()
+            return
         try:
             job_graph = cloudpickle.loads(sub.job_graph)
         except Exception as e:  # noqa: BLE001 - user code that does not load here
@@ -242,17 +243,32 @@ class JobMasterActor(Actor):
         if self.jm.result_future.done():
             return
         sub = self.submission
+        job_information = cloudpickle.dumps(JobInformation(self.job_id, sub.job_name, sub.configuration,
+                                                           dict(sub.job_parameters)))
+        # a vertex's operators (a source's whole collection, say) are pickled once for all its
+        # subtasks; what differs per subtask is small
+        task_informations: Dict[str, bytes] = {}
         for task in tasks.values():
             if task.execution_state.is_terminal():
                 continue
             tdd = task.tdd
+            vertex_id = str(tdd.vertex.get_id())
+            task_information = task_informations.get(vertex_id)
+            if task_information is None:
+                task_information = cloudpickle.dumps(TaskInformation.from_job_vertex(tdd.vertex))
+                task_informations[vertex_id] = task_information
             gates = []
             for gdd in tdd.input_gates:
                 gates.append(dataclasses.replace(gdd, locations=[tasks[pid.producer_id].data_address
                                                                  for pid, _ in gdd.channels]))
-            shipped = dataclasses.replace(tdd, input_gates=gates)
+            subtask = cloudpickle.dumps(subtask_descriptor(dataclasses.replace(tdd, input_gates=gates)))
             task.execution_state = ExecutionState.DEPLOYING
-            self.send(task.actor, m.DeployTask(cloudpickle.dumps(shipped), sub.collect_endpoints, sub.collect_secret))
+            log.info("JobMaster %s: DeployTask %s: %d bytes (subtask %d, task information %d, job information %d)",
+                     self.job_id, tdd.task_name_with_subtasks,
+                     len(subtask) + len(task_information) + len(job_information), len(subtask),
+                     len(task_information), len(job_information))
+            self.send(task.actor, m.DeployTask(subtask, task_information, job_information,
+                                               sub.collect_endpoints, sub.collect_secret))
 
     def _task(self, attempt_id: str) -> RemoteTask:
         return self.deployer.tasks[attempt_id]
@@ -293,6 +309,7 @@ class JobMasterActor(Actor):
     def _on_terminal(self, jm) -> None:
         self._release_tasks()
         self.send(self.resource_manager, m.FreeSlots(self.job_id))
+        self._report()  # the result now, not at the next report tick (up to REPORT_INTERVAL later)
 
     def _release_tasks(self) -> None:
         if self.deployer is None:
@@ -331,6 +348,36 @@ class JobMasterActor(Actor):
             source_progress=jm.source_progress(),
             source_units_are_bytes=any(isinstance(c.source, FileSource) for c in jm.coordinators.values()),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result)
+
+
+def _netty_config(job_configuration, secret: bytes):
+    """The task processes' network transport settings for one job (Flink's ``NettyConfig``),
+    from the job's configuration -- the one the JobMaster's descriptors take their buffer
+    counts from, so that the credit a channel announces matches the buffers it has. A remote
+    segment (one credit) is ``taskmanager.memory.segment-size``, the size of a
+    NetworkBufferPool segment.
+
+    :param job_configuration: the program's merged ``Configuration``.
+    :param secret: the data plane's shared secret (>= 16 bytes).
+    :raises ValueError: for a setting the transport does not accept.
+    """
+    from rill.common.configuration import ConfigOptions  # noqa: PLC0415
+    from rill.network.netty.config import NettyConfig  # noqa: PLC0415
+    from rill.runtime.taskmanager.network_environment import parse_memory_size  # noqa: PLC0415
+
+    conf = job_configuration
+    segment = conf.get_string(ConfigOptions.MEMORY_SEGMENT_SIZE.key)
+    return NettyConfig(
+        secret=secret,
+        host=conf.get(ConfigOptions.TASKMANAGER_HOST),
+        segment_size_bytes=(ConfigOptions.MEMORY_SEGMENT_SIZE.default if segment is None
+                            else parse_memory_size(segment, ConfigOptions.MEMORY_SEGMENT_SIZE.key)),
+        flow_control=conf.get(ConfigOptions.NETWORK_CREDIT_MODEL),
+        compression=conf.get(ConfigOptions.NETWORK_COMPRESSION),
+        exclusive_buffers_per_channel=conf.get(ConfigOptions.BUFFERS_PER_CHANNEL),
+        floating_buffers_per_gate=conf.get(ConfigOptions.FLOATING_BUFFERS_PER_GATE),
+        max_payload_size_bytes=conf.get(ConfigOptions.NETWORK_MAX_PAYLOAD_SIZE),
+    )
 
 
 def _attach_remote_traceback(failure, task: RemoteTask) -> None:

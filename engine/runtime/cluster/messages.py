@@ -285,10 +285,21 @@ class TaskProcessFailed:
 
 @dataclass(frozen=True, repr=False)
 class DeployTask:
-    """JobMaster → StreamTask: the TaskDeploymentDescriptor (cloudpickled, with the locations
-    of every consumed partition) and the job's collect endpoints."""
+    """JobMaster → StreamTask: the task's deployment in three cloudpickled parts (Flink's
+    ``TaskDeploymentDescriptor`` with serialized job and task information) and the job's
+    collect endpoints.
+
+    :ivar tdd: the per-subtask part (``deployment.subtask_descriptor``: subtask index, attempt,
+        partitions, gates with the location of every consumed partition), pickled per subtask.
+    :ivar task_information: the vertex's ``TaskInformation`` (its operators and edges only),
+        pickled once per vertex and shared by its subtasks' messages.
+    :ivar job_information: the ``JobInformation`` (job id, name, configuration, parameters),
+        pickled once per job.
+    """
 
     tdd: bytes
+    task_information: bytes
+    job_information: bytes
     collect_endpoints: Dict[str, Tuple[str, int]]
     collect_secret: Optional[bytes]
 

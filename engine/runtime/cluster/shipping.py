@@ -63,15 +63,18 @@ def ship_job_graph(job_graph) -> bytes:
         except (ValueError, TypeError):
             pass  # not a regular module (namespace package, builtin)
     try:
-        for vertex in job_graph.get_vertices():
-            for cfg in vertex.stream_configs.values():
-                cfg.operator_factory.serialize(cfg.operator_name, for_shipping=True)
         try:
             return cloudpickle.dumps(job_graph)
         except Exception as e:  # noqa: BLE001 - cloudpickle raises many kinds
-            raise OperatorSerializationError(
-                f"Job '{job_graph.get_name()}' cannot be serialized for the cluster: "
-                f"{type(e).__name__}: {e}") from e
+            error = e
+        # only now operator by operator, to name the culprit: pickling every operator up
+        # front would pickle a source's collection twice for every job
+        for vertex in job_graph.get_vertices():
+            for cfg in vertex.stream_configs.values():
+                cfg.operator_factory.serialize(cfg.operator_name, for_shipping=True)
+        raise OperatorSerializationError(
+            f"Job '{job_graph.get_name()}' cannot be serialized for the cluster: "
+            f"{type(error).__name__}: {error}") from error
     finally:
         for module in registered:
             cloudpickle.unregister_pickle_by_value(module)

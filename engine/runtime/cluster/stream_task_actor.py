@@ -9,10 +9,11 @@ through an outbox that wakes the actor through a socket pair it watches (``Thesp
 because a Thespian actor must only send from its own thread.
 
 Life: ``StartTaskProcess`` (start the network stack, report the data address) →
-``DeployTask`` (descriptor with partition locations: create partitions and gates, start the
-task thread) → state updates and metrics every ``METRICS_INTERVAL`` → ``ActorExitRequest``
-from the JobMaster when the job is over (cancel if still running, release partitions, stop
-the network stack, exit).
+``DeployTask`` (descriptor with partition locations, put together from its per-subtask, task
+and job parts; the job's configuration sizes the network buffers: create partitions and
+gates, start the task thread) → state updates and metrics every ``METRICS_INTERVAL`` →
+``ActorExitRequest`` from the JobMaster when the job is over (cancel if still running, release
+partitions, stop the network stack, exit).
 """
 
 from __future__ import annotations
@@ -181,18 +182,26 @@ class StreamTaskActor(Actor):
         self.send(task_executor, ready)
 
     def _deploy(self, msg: m.DeployTask) -> None:
+        from rill.common.configuration import load_configuration  # noqa: PLC0415
         from rill.operators.collect_sink import register_remote_endpoint  # noqa: PLC0415
+        from rill.runtime.deployment import assemble_descriptor  # noqa: PLC0415
         from rill.runtime.taskmanager.network_environment import NetworkEnvironment  # noqa: PLC0415
         from rill.runtime.taskmanager.task import Task  # noqa: PLC0415
 
-        tdd = cloudpickle.loads(msg.tdd)
+        job_information = cloudpickle.loads(msg.job_information)
+        tdd = assemble_descriptor(cloudpickle.loads(msg.tdd), cloudpickle.loads(msg.task_information),
+                                  job_information)
         for channel_id, address in msg.collect_endpoints.items():
             register_remote_endpoint(channel_id, tuple(address), msg.collect_secret)
         for cfg in tdd.vertex.stream_configs.values():
             if cfg.source is not None:
                 self.coordinators[cfg.node_id] = RemoteSourceCoordinator(
                     cfg.node_id, self.attempt_id, self.outbox, self.job_master)
-        network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager)
+        # the job's settings over this process's own (config file, RILL_* variables): a job's
+        # network memory and segment size apply to its tasks, as in the embedded mode
+        configuration = load_configuration(job_information.job_configuration)
+        network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
+                                     configuration=configuration)
         self.task = Task(tdd, network, self.coordinators, self._on_state)
         self.task.start()
         self.wakeupAfter(METRICS_INTERVAL)

@@ -1,9 +1,12 @@
 """Jobs on a real local cluster (Thespian actor systems, TaskExecutor and task processes, the
 network stack between them): results equal to the embedded mode's, failures, cancellation,
-lost TaskExecutors, bad input, and nothing left running."""
+lost TaskExecutors, bad input, what a task's deployment carries, per-job network settings, and
+nothing left running."""
 
 from __future__ import annotations
 
+import json
+import re
 import threading
 import time
 
@@ -242,3 +245,60 @@ def test_a_task_process_that_dies_fails_the_job(cluster):
         client.get_job_execution_result().result(30)
     assert "exited" in str(info.value) or "closed" in str(info.value)
     cluster.wait_no_task_processes()
+
+
+def deploy_messages(cluster, job_id: str) -> dict:
+    """``task name (i/p)`` → ``{"total", "subtask", "task", "job"}`` bytes of the DeployTask the
+    JobMaster sent it (from the JobMaster's log line)."""
+    log = open(cluster.info()["log_file"]).read()
+    pattern = (rf"JobMaster {job_id}: DeployTask (.+?): (\d+) bytes \(subtask (\d+), task information (\d+), "
+               rf"job information (\d+)\)")
+    return {name: dict(zip(("total", "subtask", "task", "job"), map(int, sizes)))
+            for name, *sizes in re.findall(pattern, log)}
+
+
+def test_a_downstream_task_is_not_sent_the_sources_collection(cluster):
+    lines = [f"line {i:07d} " + "abcdefghij " * 3 for i in range(100_000)]  # 4.6 MB of text
+    text_bytes = sum(len(s) for s in lines)
+    env = cluster_env(cluster)
+    word_count(env, lines).add_sink(lambda v: None).name("Drop")
+    client = env.execute_async("large collection")
+    client.get_job_execution_result().result(60)
+    sent = deploy_messages(cluster, client.get_job_id())
+    source = {k: v for k, v in sent.items() if k.startswith("Source")}
+    downstream = {k: v for k, v in sent.items() if not k.startswith("Source")}
+    assert sorted(downstream) == ["FlatMap (1/2)", "FlatMap (2/2)", "Reduce -> Sink: Drop (1/2)",
+                                  "Reduce -> Sink: Drop (2/2)"]
+    assert len(source) == 1 and all(v["task"] > text_bytes for v in source.values())  # it carries its lines
+    # every other task gets its own operators only: a few kB, whatever the collection's size
+    assert all(v["total"] < 20_000 for v in downstream.values()), json.dumps(downstream)
+    cluster.wait_no_task_processes()
+
+
+def test_per_job_network_memory_and_segment_size_reach_the_cluster_tasks(cluster):
+    # 4 segments of 16 KiB for each task process: the FlatMap tasks (a remote input, a keyed
+    # output) need 6 -- the cluster's own default (64 MiB of 32 KiB segments) would run it
+    env = cluster_env(cluster, **{"taskmanager.memory.network.max": "64kb",
+                                  "taskmanager.memory.segment-size": "16kb"})
+    word_count(env, LINES).print()
+    with pytest.raises(JobExecutionException) as info:
+        env.execute("small network memory")
+    message = str(info.value)
+    assert ("The total number of network buffers is currently set to 4 of 16384 bytes each. You can "
+            "increase this number by setting the configuration key 'taskmanager.memory.network.max'.") in message
+    cluster.wait_no_task_processes()
+
+
+def test_a_per_job_segment_size_cuts_buffers_into_smaller_frames(cluster):
+    # 1 KiB segments: a network buffer of (word, count) records (~7 bytes each) crosses as
+    # several frames, one credit each
+    env = cluster_env(cluster, **{"taskmanager.memory.segment-size": "1kb"})
+    assert sorted(word_count(env, LINES).execute_and_collect()) == sorted(expected_word_count())
+    cluster.wait_no_task_processes()
+
+
+def test_an_invalid_per_job_network_setting_fails_the_job_at_once(cluster):
+    env = cluster_env(cluster, **{"taskmanager.memory.segment-size": "32"})
+    word_count(env, LINES).print()
+    with pytest.raises(JobExecutionException, match="invalid network configuration: NettyConfig.segment_size_bytes"):
+        env.execute("segments too small")
