@@ -5,11 +5,14 @@ State machine (Flink's ``ExecutionState``): CREATED → DEPLOYING → INITIALIZI
 FINISHED, or → CANCELING → CANCELED, or → FAILED. Every transition is reported to the listener
 (the JobMaster) from the task thread. The task owns its network resources: result partitions
 are created and registered when the task is constructed (so consumers find them), input gates
-request their subpartitions when the task thread starts.
+request their subpartitions when the task thread starts. A task that fails or is cancelled
+releases its partitions and closes its gates before it reports its final state, so every network
+buffer it held is back (Flink's ``Task.releaseResources``).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import traceback
 from dataclasses import dataclass, field
@@ -25,6 +28,8 @@ from rill.runtime.tasks.stream_task import (
 )
 
 __all__ = ["Task", "RuntimeEnvironment", "TaskFailure"]
+
+_LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -172,8 +177,7 @@ class Task:
                 self.failure = TaskFailure(
                     self.tdd.task_name_with_subtasks, getattr(e, "_rill_operator", None), e,
                     "".join(traceback.format_exception(e)))
-                for p in self.result_partitions:
-                    p.release(e)
+                self._release_resources(e)
                 self._transition({ExecutionState.DEPLOYING, ExecutionState.INITIALIZING, ExecutionState.RUNNING,
                                   ExecutionState.CANCELING}, ExecutionState.FAILED)
         finally:
@@ -181,9 +185,31 @@ class Task:
             if not self.execution_state.is_terminal():  # never leave the job waiting
                 self._finish_canceled()
 
-    def _finish_canceled(self) -> None:
+    def _release_resources(self, cause: Optional[BaseException]) -> None:
+        """Give back every network buffer of a task that failed or was cancelled, before it
+        reports its final state (Flink's ``Task.releaseResources``).
+
+        Its result partitions are released with the cause (Flink's ``failAllResultPartitions``
+        -> ``ResultPartition.fail``): queued buffers recycled, the pool destroyed, consumers see
+        ``cause``. Its input gates are closed (Flink's ``closeAllInputGates``): a local channel
+        releases the producer's subpartition view, a remote channel its exclusive buffers, the
+        gate's floating buffers and the server's reader of its subpartition. Releasing the
+        partitions alone leaked the gates of a task that failed (a cancelled one has its gates
+        closed by ``StreamTask.cancel``, a finished one released every channel at
+        EndOfPartition): the receiving buffers never went back to the NetworkBufferPool and the
+        producers' subpartitions stayed unconsumed. Gates are closed one by one, each error
+        logged, so one gate cannot keep the others, or the final state, from happening.
+        """
         for p in self.result_partitions:
-            p.release(None)
+            p.release(cause)
+        for gate in self.input_gates:
+            try:
+                gate.close()
+            except Exception:  # noqa: BLE001 - as Flink's closeAllInputGates: log, go on
+                _LOG.exception("%s: closing %r failed", self.tdd.task_name_with_subtasks, gate)
+
+    def _finish_canceled(self) -> None:
+        self._release_resources(None)
         self._transition({ExecutionState.CREATED, ExecutionState.DEPLOYING, ExecutionState.INITIALIZING,
                           ExecutionState.RUNNING, ExecutionState.CANCELING}, ExecutionState.CANCELED)
 

@@ -82,6 +82,10 @@ class SingleInputGate(InputGate):
             channel.attach_to_gate(self, index)
         n = len(channels)
         self._lock = threading.Lock()
+        # Held for the whole of close() (Flink closes a gate under its requestLock): a second
+        # caller returns only once every channel is released, never while the first is still
+        # releasing them.
+        self._close_lock = threading.Lock()
         self._channels_with_data: deque[InputChannel] = deque()
         self._queued = [False] * n
         self._finished_channels = [False] * n
@@ -242,17 +246,23 @@ class SingleInputGate(InputGate):
     def close(self) -> None:
         """Release every channel (their queued buffers are recycled on the producer side) and
         stop reporting availability. Later polls return ``None``. Idempotent. Buffers already
-        returned by :meth:`poll_next` must still be recycled by the caller."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._channels_with_data.clear()
-            queued = self._queued
-            for index in range(len(queued)):
-                queued[index] = False
-        for channel in self._channels:
-            channel.release()
+        returned by :meth:`poll_next` must still be recycled by the caller.
+
+        Any thread; when it returns every channel is released, also if another thread was
+        closing the gate at the same time (a task cancelled from outside closes its gates while
+        its own thread does the same before reporting CANCELED: that report must come after the
+        channels gave their buffers back)."""
+        with self._close_lock:
+            with self._lock:
+                if self._closed:
+                    return
+                self._closed = True
+                self._channels_with_data.clear()
+                queued = self._queued
+                for index in range(len(queued)):
+                    queued[index] = False
+            for channel in self._channels:
+                channel.release()
 
     def __repr__(self) -> str:
         return (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from rill.network import (
@@ -20,6 +22,8 @@ from rill.network import (
     SingleInputGate,
 )
 from rill.runtime.streamrecord import Watermark
+
+DEADLINE_S = 20.0
 
 
 def emit(partition, subpartition, values, timestamps=None):
@@ -265,3 +269,32 @@ def test_close_releases_channels_and_returns_buffers(manager, make_partition):
         partitions[0].request_buffer_blocking()
     with pytest.raises(PartitionReleasedError):
         partitions[0].emit_buffer(Buffer([3]), 0)
+
+
+def test_close_returns_only_once_every_channel_is_released_when_two_threads_close(manager, make_partition,
+                                                                                  threads):
+    # A task cancelled from outside closes its gates (StreamTask.cancel) while its own thread
+    # closes them too before it reports CANCELED: neither close may return before every channel
+    # is released, or the task reports while it still holds buffers (Flink closes a gate under
+    # its lock). The first close is held inside channel 0's release: releasing it consumes the
+    # first partition, whose pool is destroyed and fires a pending availability listener.
+    first, second = make_partition(1, num_buffers=1, name="first"), make_partition(1, num_buffers=1, name="second")
+    held = first.request_buffer_blocking()  # exhausted: the listener waits for a free buffer or destroy
+    in_release, go_on = threading.Event(), threading.Event()
+    assert first.buffer_pool.add_availability_listener(lambda: (in_release.set(), go_on.wait(DEADLINE_S)))
+    gate = make_gate(manager, [first, second])
+    gate.setup()
+    try:
+        threads.start(gate.close, "cancelling thread")
+        assert in_release.wait(DEADLINE_S)
+        task_thread = threads.start(gate.close, "task thread")
+        task_thread.join(0.2)
+        assert task_thread.is_alive()  # waits for the first close to finish
+        assert (gate.get_channel(1).is_released(), second.is_released()) == (False, False)
+    finally:
+        go_on.set()
+    threads.join_all()
+    assert [gate.get_channel(i).is_released() for i in range(2)] == [True, True]
+    assert (first.is_released(), second.is_released()) == (True, True)
+    held.recycle_buffer()
+    assert [p.buffer_pool.get_number_of_used_buffers() for p in (first, second)] == [0, 0]
