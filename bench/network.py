@@ -291,15 +291,25 @@ def _wait_until(predicate: Callable[[], bool], what: str, timeout_s: float = _TI
         time.sleep(0.0005)
 
 
-def _netty_config(secret: bytes, flow_control: bool, compression: bool, segment_size_bytes: Optional[int] = None):
+def _netty_config(secret: bytes, flow_control: bool, compression: bool, segment_size_bytes: Optional[int] = None,
+                  max_buffers_per_frame: Optional[int] = None):
     from rill.network import NettyConfig
 
     extra = {} if segment_size_bytes is None else {"segment_size_bytes": segment_size_bytes}
+    if max_buffers_per_frame is not None:
+        extra["max_buffers_per_frame"] = max_buffers_per_frame
     return NettyConfig(secret=secret, flow_control=flow_control, compression=compression, **extra)
 
 
+def _default_max_buffers_per_frame() -> int:
+    from rill.network import NettyConfig
+
+    return NettyConfig(secret=bytes(16)).max_buffers_per_frame
+
+
 def _produce_rill(conn, secret: bytes, shape_name: str, num_records: int, records_per_buffer: int,
-                  compression: bool, flow_control: bool, segment_size_bytes: Optional[int]) -> None:
+                  compression: bool, flow_control: bool, segment_size_bytes: Optional[int],
+                  max_buffers_per_frame: Optional[int] = None) -> None:
     from rill.network import (
         ForwardPartitioner,
         LocalBufferPool,
@@ -313,7 +323,8 @@ def _produce_rill(conn, secret: bytes, shape_name: str, num_records: int, record
 
     stream = RecordStream(SHAPES[shape_name], num_records, records_per_buffer)
     manager = ResultPartitionManager()
-    network = NettyConnectionManager(_netty_config(secret, flow_control, compression, segment_size_bytes), manager,
+    network = NettyConnectionManager(_netty_config(secret, flow_control, compression, segment_size_bytes,
+                                                   max_buffers_per_frame), manager,
                                      name="bench-producer")
     try:
         address = network.start()
@@ -464,7 +475,8 @@ class RillRun:
 
 def run_rill(producer: ProducerProcess, stream: RecordStream, compression: bool, flow_control: bool = True,
              segment_size_bytes: Optional[int] = None,
-             tamper: Optional[Callable[[int, list], list]] = None) -> RillRun:
+             tamper: Optional[Callable[[int, list], list]] = None,
+             max_buffers_per_frame: Optional[int] = None) -> RillRun:
     """One Rill run; the records are checked (:raises NetworkResultMismatch:).
 
     :param tamper: test hook: ``tamper(buffer_index, values)`` returns the values the check
@@ -473,7 +485,7 @@ def run_rill(producer: ProducerProcess, stream: RecordStream, compression: bool,
     from rill.network import NettyConnectionManager, RemoteInputChannel, SingleInputGate
 
     producer.call("rill", stream.shape.name, stream.num_records, stream.records_per_buffer, compression,
-                  flow_control, segment_size_bytes)
+                  flow_control, segment_size_bytes, max_buffers_per_frame)
     _, address, partition_id = producer.reply()
     state = "set up"  # -> "go" (the producer writes) -> "done" (it reported) -> "released"
     client = NettyConnectionManager(_netty_config(producer.secret, flow_control, False, segment_size_bytes),
@@ -622,6 +634,7 @@ class NetworkMeasurement:
     compression: bool
     flow_control: bool
     segment_size_bytes: int
+    max_buffers_per_frame: int
     records: int
     records_per_buffer: int
     payload_bytes: int           # serialized records (pack_records per buffer), before lz4
@@ -652,8 +665,8 @@ class NetworkMeasurement:
 
 def measure(producer: ProducerProcess, shape: Shape, num_records: int, compression: bool, repeat: int = 3,
             flow_control: bool = True, records_per_buffer: Optional[int] = None, warmup: bool = True,
-            log: Optional[Callable[[str], None]] = None, segment_size_bytes: Optional[int] = None
-            ) -> NetworkMeasurement:
+            log: Optional[Callable[[str], None]] = None, segment_size_bytes: Optional[int] = None,
+            max_buffers_per_frame: Optional[int] = None) -> NetworkMeasurement:
     """Warm up (one run of each side on a tenth of the records), then ``repeat`` repetitions of
     Rill, the raw socket (Rill's wire bytes of that repetition) and the hand-written loop,
     rotating which goes first. :raises NetworkResultMismatch: on the first wrong result."""
@@ -663,7 +676,8 @@ def measure(producer: ProducerProcess, shape: Shape, num_records: int, compressi
     stream = RecordStream(shape, num_records, rpb)
     if warmup:
         small = RecordStream(shape, max(1, num_records // 10), rpb)
-        first = run_rill(producer, small, compression, flow_control, segment_size_bytes)
+        first = run_rill(producer, small, compression, flow_control, segment_size_bytes,
+                         max_buffers_per_frame=max_buffers_per_frame)
         run_raw(producer, first.wire_bytes)
         run_hand(producer, small, compression)
     samples: List[NetworkSample] = []
@@ -673,7 +687,8 @@ def measure(producer: ProducerProcess, shape: Shape, num_records: int, compressi
         order = ("rill", "hand", "raw") if i % 2 == 0 else ("hand", "rill", "raw")
         for side in order:
             if side == "rill":
-                rill = run_rill(producer, stream, compression, flow_control, segment_size_bytes)
+                rill = run_rill(producer, stream, compression, flow_control, segment_size_bytes,
+                                max_buffers_per_frame=max_buffers_per_frame)
             elif side == "hand":
                 hand_s = run_hand(producer, stream, compression)
             else:
@@ -696,6 +711,7 @@ def measure(producer: ProducerProcess, shape: Shape, num_records: int, compressi
     return NetworkMeasurement(
         shape=shape.name, record_bytes=shape.nominal_record_bytes, compression=compression,
         flow_control=flow_control, segment_size_bytes=segment_size_bytes or DEFAULT_SEGMENT_SIZE_BYTES,
+        max_buffers_per_frame=max_buffers_per_frame or _default_max_buffers_per_frame(),
         records=num_records, records_per_buffer=rpb, payload_bytes=payload,
         wire_bytes=int(med(s.wire_bytes for s in samples)), repeat=repeat,
         rill_rps=med(num_records / s.rill_s for s in samples),
@@ -757,6 +773,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--flow-control", choices=["on", "off"], default="on", help="credit-based flow control")
     parser.add_argument("--segment-size-bytes", type=int,
                         help="NettyConfig.segment_size_bytes of both ends (default 32768, Flink's 32 KiB)")
+    parser.add_argument("--max-buffers-per-frame", type=int,
+                        help="NettyConfig.max_buffers_per_frame of the producer (default 4; 1: a frame per segment)")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions (default 3)")
     parser.add_argument("--no-warmup", action="store_true", help="skip the warm-up runs")
     parser.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
@@ -778,7 +796,7 @@ def main(argv: Optional[List[str]] = None) -> int:
                     measurements.append(measure(
                         producer, shape, args.records or shape.default_records, compression, args.repeat,
                         args.flow_control == "on", args.records_per_buffer, not args.no_warmup, log,
-                        args.segment_size_bytes))
+                        args.segment_size_bytes, args.max_buffers_per_frame))
     except NetworkResultMismatch as error:
         print(f"RESULT CHECK FAILED: {error}", file=sys.stderr)
         return 1
@@ -786,10 +804,12 @@ def main(argv: Optional[List[str]] = None) -> int:
 
     print(format_table(measurements))
     segment = args.segment_size_bytes or DEFAULT_SEGMENT_SIZE_BYTES
+    per_frame = args.max_buffers_per_frame or _default_max_buffers_per_frame()
     notes = [f"\nMB/s payload = serialized records (msgpack, before lz4) ÷ Rill's time; wire = bytes on "
              f"Rill's connection (frames, credit, handshake) ÷ Rill's time; raw = the same wire bytes through a "
              f"plain socket (fastest of {RAW_TRANSFERS}). Ratios: per repetition, median (min–max) over "
-             f"{args.repeat}. Flow control {args.flow_control}, segments of {segment:,} bytes. "
+             f"{args.repeat}. Flow control {args.flow_control}, segments of {segment:,} bytes, up to "
+             f"{per_frame} per frame. "
              f"nproc={info['nproc']}, {info['cpu']}, Python {info['python']}, {total:.0f} s."]
     for compression in compressions:
         hit = crossover(measurements, compression)

@@ -317,11 +317,11 @@ class SenderCredit:
 
     def __init__(self, flow_control: bool = True) -> None:
         self.flow_control = flow_control
-        #: Data frames the sender may still send.
+        #: Buffers (segments) the sender may still send.
         self.available = 0
         #: Credit received since creation (initial credit included).
         self.total_received = 0
-        #: Data frames sent since creation.
+        #: Buffers (segments) sent since creation.
         self.total_consumed = 0
 
     def add(self, credit: int) -> None:
@@ -338,16 +338,19 @@ class SenderCredit:
         """Whether a data frame may be sent now."""
         return self.available > 0 or not self.flow_control
 
-    def consume(self) -> None:
-        """Account for one data frame sent.
+    def consume(self, buffers: int = 1) -> None:
+        """Account for ``buffers`` network buffers (segments) sent, one credit each (a frame
+        may carry several, see :mod:`rill.network.netty.messages`).
 
-        :raises CreditInvariantError: with flow control on, if no credit is available.
+        :raises CreditInvariantError: with flow control on, if less credit is available.
         """
-        self.total_consumed += 1
         if self.flow_control:
-            if self.available < 1:
-                raise CreditInvariantError("a data frame was about to be sent without credit")
-            self.available -= 1
+            if self.available < buffers:
+                raise CreditInvariantError(
+                    f"{buffers} buffer(s) were about to be sent without credit for them "
+                    f"(credit {self.available})")
+            self.available -= buffers
+        self.total_consumed += buffers
 
     def __repr__(self) -> str:
         return f"SenderCredit(available={self.available}, flow_control={self.flow_control})"

@@ -188,18 +188,18 @@ class PartitionRequestClient(FrameConnection):
         kind = frame[0]
         if self._state is _READY:
             if kind == messages.BUFFER_RESPONSE:
-                receiver_id, sequence, backlog, flags = messages.decode_buffer_response_header(frame)
+                receiver_id, sequence, backlog, flags, buffers = messages.decode_buffer_response_header(frame)
                 channel = self._channels.get(receiver_id)
                 if channel is None:
                     return True  # released meanwhile: drop (its credit died with it)
                 if not flags & messages.FLAG_EVENT:
-                    self.buffers_received += 1
+                    self.buffers_received += buffers
                 # a view into the read buffer, valid during the call only: the channel copies it
                 with frame[messages.BUFFER_RESPONSE_PAYLOAD_OFFSET:] as payload:
-                    taken = channel._on_buffer_response(sequence, backlog, flags, payload)
+                    taken = channel._on_buffer_response(sequence, backlog, flags, payload, buffers)
                 if taken:
                     return True
-                self.buffers_received -= 1  # not taken yet: counted again when re-dispatched
+                self.buffers_received -= buffers  # not taken yet: counted again when re-dispatched
                 self._blocked_by = channel
                 self.pause_reading()
                 return False
@@ -275,29 +275,29 @@ class PartitionRequestClient(FrameConnection):
                 if end > total:
                     break
                 if buf[pos + 4] == _BUFFER_RESPONSE and length >= _BUFFER_RESPONSE_FIXED:
-                    _, _, receiver_id, sequence, backlog, flags = unpack_header(buf, pos)
+                    _, _, receiver_id, sequence, backlog, flags, buffers = unpack_header(buf, pos)
                     channel = channels.get(receiver_id)
                     if channel is None:
                         pass  # released meanwhile: drop (its credit died with it)
                     elif defer and not flags & _FLAG_EVENT:
                         kind = channel._on_data_segment(sequence, backlog, flags,
-                                                        end - pos - _BUFFER_RESPONSE_HEADER_SIZE)
+                                                        end - pos - _BUFFER_RESPONSE_HEADER_SIZE, buffers)
                         if kind is not False:
                             deferred.append((channel, pos + _BUFFER_RESPONSE_HEADER_SIZE, end, flags, kind))
-                        data += 1
+                        data += buffers
                     else:
                         if deferred:
                             self._deliver_deferred(deferred, view)
                         # valid during the call only: the channel copies it
                         payload = view[pos + _BUFFER_RESPONSE_HEADER_SIZE:end]
-                        taken = channel._on_buffer_response(sequence, backlog, flags, payload)
+                        taken = channel._on_buffer_response(sequence, backlog, flags, payload, buffers)
                         payload.release()
                         if not taken:  # flow control off, no buffer: re-dispatched on resume
                             self._blocked_by = channel
                             self.pause_reading()
                             break
                         if not flags & _FLAG_EVENT:
-                            data += 1
+                            data += buffers
                 else:
                     if deferred:
                         self._deliver_deferred(deferred, view)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..api.serialization.record_serializer import DEFAULT_MAX_PAYLOAD_SIZE_BYTES, DEFAULT_SEGMENT_SIZE_BYTES
+from .messages import MAX_BUFFERS_PER_FRAME
 
 __all__ = ["NettyConfig"]
 
@@ -46,6 +47,10 @@ class NettyConfig:
     :ivar send_high_water_mark_bytes: a server stops taking buffers from subpartitions while
         this many bytes wait to be written to a connection (Netty's channel writability).
     :ivar receive_chunk_bytes: bytes read from a socket per ``recv``.
+    :ivar max_buffers_per_frame: with flow control, the most segments of one payload a sender
+        puts in one BufferResponse when its credit allows (each still takes one credit; Flink's
+        ``numOfPartialBuffers``, see :mod:`rill.network.netty.messages`); 1 sends one segment
+        per frame. Per frame, not per segment, is where the Python cost of the transport is.
     """
 
     secret: bytes = field(repr=False)
@@ -65,6 +70,7 @@ class NettyConfig:
     retry_max_backoff_s: float = 1.0
     send_high_water_mark_bytes: int = 256 * 1024
     receive_chunk_bytes: int = 256 * 1024
+    max_buffers_per_frame: int = 4
 
     def __post_init__(self) -> None:
         if not isinstance(self.secret, (bytes, bytearray)) or len(self.secret) < 16:
@@ -89,6 +95,10 @@ class NettyConfig:
                 "NettyConfig.exclusive_buffers_per_channel must be >= 1 with flow control: the "
                 "initial credit is the exclusive buffers, and without it nothing is ever sent"
             )
+        if (not isinstance(self.max_buffers_per_frame, int) or isinstance(self.max_buffers_per_frame, bool)
+                or not 1 <= self.max_buffers_per_frame <= MAX_BUFFERS_PER_FRAME):
+            raise ValueError(f"NettyConfig.max_buffers_per_frame must be an int in [1, {MAX_BUFFERS_PER_FRAME}], "
+                             f"got {self.max_buffers_per_frame!r}")
         if not isinstance(self.port, int) or not 0 <= self.port <= 65535:
             raise ValueError(f"NettyConfig.port must be in [0, 65535], got {self.port!r}")
         for name in ("connect_timeout_s", "handshake_timeout_s", "partition_request_timeout_s", "retry_initial_backoff_s",

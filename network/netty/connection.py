@@ -55,8 +55,8 @@ class ConnectionStatistics:
     :ivar bytes_received: bytes read from the socket.
     :ivar frames_sent: frames queued for sending.
     :ivar frames_received: frames processed.
-    :ivar buffers_sent: data frames (segments) sent (server side).
-    :ivar buffers_received: data frames (segments) received (client side).
+    :ivar buffers_sent: buffers (segments) sent in data frames, one credit each (server side).
+    :ivar buffers_received: buffers (segments) received in data frames (client side).
     :ivar credit_announcements: AddCredit messages sent (client side).
     :ivar connect_attempts: connection attempts made (client side; retries included).
     :ivar outbound_bytes_queued: bytes waiting to be written now.

@@ -16,7 +16,7 @@ PartitionRequest     0x10  client   receiver_id[16] subpartition(u32) initial_cr
 AddCredit            0x11  client   receiver_id[16] credit(u32)
 CancelPartitionReq.  0x12  client   receiver_id[16]
 CloseRequest         0x13  client   (empty)
-BufferResponse       0x20  server   receiver_id[16] sequence(u32) backlog(u32) flags(u8) payload
+BufferResponse       0x20  server   receiver_id[16] sequence(u32) backlog(u32) flags(u8) buffers(u16) payload
 ErrorResponse        0x21  server   receiver_id[16] (zeros: the whole connection) code(u8) utf-8 text
 ==================== ===== ======== ==================================================================
 
@@ -24,6 +24,14 @@ ErrorResponse        0x21  server   receiver_id[16] (zeros: the whole connection
 multiplexes every channel between two processes. BufferResponse flags: ``FLAG_EVENT``,
 ``FLAG_COMPRESSED``, ``FLAG_LAST_SEGMENT`` (the payload's last segment; a payload that fits one
 segment has it set).
+
+``buffers`` is how many network buffers (segments) the frame carries, each one credit (Flink's
+``BufferResponse.numOfPartialBuffers``, FLINK-33743, counted from 1): a sender with credit for
+several segments of one payload sends them in one frame, sequence numbers ``sequence`` to
+``sequence + buffers - 1``, ``backlog`` as after the last of them. The segments are consecutive
+slices of one payload, all ``segment_size_bytes`` long except a last one, so unlike Flink's frame
+their sizes are not sent: the receiver reassembles the payload and only counts the credits.
+An event frame carries 1.
 
 The handshake is a mutual HMAC-SHA256 challenge (as ``multiprocessing.connection``): neither side
 deserializes anything from the other before it proved knowledge of the shared secret; until
@@ -63,6 +71,7 @@ __all__ = [
     "NONCE_BYTES",
     "LENGTH",
     "BUFFER_RESPONSE_HEADER",
+    "MAX_BUFFERS_PER_FRAME",
     "new_nonce",
     "encode_hello",
     "decode_hello",
@@ -86,7 +95,7 @@ __all__ = [
 ]
 
 MAGIC = b"RILL"
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2  # 2: BufferResponse carries its buffer count
 
 HELLO = 0x01
 CHALLENGE = 0x02
@@ -124,8 +133,10 @@ _AUTH = struct.Struct(">IB32s")
 _PARTITION_REQUEST = struct.Struct(">IB16sII")
 _ADD_CREDIT = struct.Struct(">IB16sI")
 _RECEIVER = struct.Struct(">IB16s")
-#: BufferResponse header: length, type, receiver id, sequence number, backlog, flags.
-BUFFER_RESPONSE_HEADER = struct.Struct(">IB16sIIB")
+#: BufferResponse header: length, type, receiver id, sequence number, backlog, flags, buffers.
+BUFFER_RESPONSE_HEADER = struct.Struct(">IB16sIIBH")
+#: The most segments one BufferResponse may carry (its u16 count).
+MAX_BUFFERS_PER_FRAME = 0xFFFF
 _ERROR = struct.Struct(">IB16sB")
 _U16 = struct.Struct(">H")
 _U32_MAX = 0xFFFFFFFF
@@ -268,36 +279,37 @@ def decode_receiver(frame) -> bytes:
 # ---------------------------------------------------------------------- server -> client
 
 def encode_buffer_response_header(receiver_id: bytes, sequence_number: int, backlog: int,
-                                  flags: int, payload_size: int) -> bytes:
-    """The header of a BufferResponse; the payload follows as a separate chunk (no copy)."""
+                                  flags: int, payload_size: int, buffers: int = 1) -> bytes:
+    """The header of a BufferResponse of ``buffers`` segments (1 to
+    :data:`MAX_BUFFERS_PER_FRAME`); the payload follows as a separate chunk (no copy)."""
     return BUFFER_RESPONSE_HEADER.pack(
         BUFFER_RESPONSE_HEADER.size - 4 + payload_size, BUFFER_RESPONSE, receiver_id,
-        sequence_number & _U32_MAX, min(backlog, _U32_MAX), flags,
+        sequence_number & _U32_MAX, min(backlog, _U32_MAX), flags, buffers,
     )
 
 
 _BR_FIXED = BUFFER_RESPONSE_HEADER.size - 4
-_BR_BODY = struct.Struct(">16sIIB")
+_BR_BODY = struct.Struct(">16sIIBH")
 
 
-def decode_buffer_response(frame) -> tuple[bytes, int, int, int, bytes]:
-    """``(receiver_id, sequence_number, backlog, flags, payload)``; ``payload`` is a copy, so
-    nothing keeps a view into the connection's read buffer.
+def decode_buffer_response(frame) -> tuple[bytes, int, int, int, int, bytes]:
+    """``(receiver_id, sequence_number, backlog, flags, buffers, payload)``; ``payload`` is a
+    copy, so nothing keeps a view into the connection's read buffer.
 
     :raises CorruptFrameError: if the frame is shorter than the header.
     """
     if len(frame) < _BR_FIXED:
         raise CorruptFrameError(f"BufferResponse frame of {len(frame)} bytes is shorter than its header")
-    receiver_id, sequence, backlog, flags = _BR_BODY.unpack_from(frame, 1)
-    return receiver_id, sequence, backlog, flags, bytes(frame[_BR_FIXED:])
+    receiver_id, sequence, backlog, flags, buffers = _BR_BODY.unpack_from(frame, 1)
+    return receiver_id, sequence, backlog, flags, buffers, bytes(frame[_BR_FIXED:])
 
 
 #: Where a BufferResponse's payload starts in its frame (the frame starts at the type byte).
 BUFFER_RESPONSE_PAYLOAD_OFFSET = _BR_FIXED
 
 
-def decode_buffer_response_header(frame) -> tuple[bytes, int, int, int]:
-    """``(receiver_id, sequence_number, backlog, flags)``; the payload is
+def decode_buffer_response_header(frame) -> tuple[bytes, int, int, int, int]:
+    """``(receiver_id, sequence_number, backlog, flags, buffers)``; the payload is
     ``frame[BUFFER_RESPONSE_PAYLOAD_OFFSET:]``, left where it is (the data path copies it once,
     into the channel's reassembly buffer, instead of into an intermediate ``bytes``).
 

@@ -122,7 +122,7 @@ class ServerConnection(FrameConnection):
                     f"{_fmt(self.remote_address)}",
         )
         reader = CreditBasedViewReader(self, receiver_id, partition_id, subpartition, credit,
-                                       self.flow_control, serializer)
+                                       self.flow_control, serializer, self._config.max_buffers_per_frame)
         try:
             reader.request_subpartition_view(self._server.partition_manager)
         except PartitionNotFoundError as error:

@@ -3,8 +3,9 @@
 A reader belongs to one server connection and reads one
 :class:`~rill.network.partition.result_subpartition_view.ResultSubpartitionView`. It turns the
 view's buffers into BufferResponse frames -- serialized, split into segments of at most
-``segment_size_bytes``, each taking one credit -- and its events into one frame each, which need
-no credit. With credit 0 it stops: the subpartition fills up, the producer's pool runs dry and
+``segment_size_bytes``, each taking one credit, up to ``max_buffers_per_frame`` consecutive
+segments per frame as the credit allows -- and its events into one frame each, which need no
+credit. With credit 0 it stops: the subpartition fills up, the producer's pool runs dry and
 the producing task blocks in its RecordWriter, which is backpressure, for this channel alone.
 
 The time a reader holds data but no credit is its back-pressured time.
@@ -20,7 +21,6 @@ serialized; the slot is freed (the buffer recycled) as soon as the buffer is ser
 from __future__ import annotations
 
 import time
-from collections import deque
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
@@ -53,13 +53,13 @@ class SubpartitionReaderStatistics:
     :ivar subpartition_index: the subpartition.
     :ivar receiver_id: the consuming channel's id (hex).
     :ivar buffers_sent: buffers sent (each one or more segments).
-    :ivar segments_sent: data frames sent (one credit each).
+    :ivar segments_sent: segments sent (one credit each; a data frame carries one or more).
     :ivar records_sent: records in the buffers sent.
     :ivar bytes_sent: payload bytes sent (data and events).
     :ivar events_sent: events sent.
     :ivar credit_available: credit not used yet (0 with flow control off).
     :ivar credit_received: credit received since the request (initial credit included).
-    :ivar backlog: data frames still to send, as last announced.
+    :ivar backlog: segments still to send, as last announced.
     :ivar back_pressured_time_ns: total time the reader held data but had no credit,
         including the current stall.
     :ivar back_pressured: whether it is stalled without credit now.
@@ -92,6 +92,8 @@ class CreditBasedViewReader:
     :param initial_credit: the credit announced in the PartitionRequest.
     :param flow_control: credit-based (``True``) or send regardless of credit.
     :param serializer: the channel's :class:`SpanningRecordSerializer`.
+    :param max_buffers_per_frame: the most segments per data frame (with flow control; 1 without,
+        where the receiver may have room for one buffer only).
     """
 
     def __init__(
@@ -103,6 +105,7 @@ class CreditBasedViewReader:
         initial_credit: int,
         flow_control: bool,
         serializer: SpanningRecordSerializer,
+        max_buffers_per_frame: int = 1,
     ) -> None:
         self._connection = connection
         self.receiver_id = receiver_id
@@ -115,7 +118,13 @@ class CreditBasedViewReader:
         #: The view's live backlog (``get_buffers_in_backlog``), else the one its last poll said.
         self._view_backlog_getter = self._last_view_backlog
         self._stash: Optional[Buffer] = None
-        self._segments: deque = deque()
+        self._segment_size = serializer.segment_size_bytes
+        self._max_buffers = max_buffers_per_frame if flow_control else 1
+        #: The serialized buffer being sent (``None`` between buffers), its size, and how much
+        #: of it is sent: its segments are cut from it frame by frame, never listed.
+        self._payload = None
+        self._payload_size = 0
+        self._offset = 0
         self._segment_flags = 0
         self._sequence = 0
         self._view_backlog = 0
@@ -162,7 +171,7 @@ class CreditBasedViewReader:
         """Whether :meth:`next_frame` may produce a frame now."""
         if self.released:
             return False
-        if self._segments or self._stash is not None:
+        if self._payload is not None or self._stash is not None:
             return self.credit.can_send()
         return self.view_has_more
 
@@ -177,7 +186,7 @@ class CreditBasedViewReader:
         """
         if self.released:
             return None
-        if self._segments:
+        if self._payload is not None:
             credit = self.credit
             if credit.available < 1 and credit.flow_control:
                 self._mark_blocked()
@@ -210,30 +219,61 @@ class CreditBasedViewReader:
         self.records_sent += len(buffer.values)
         buffer.recycle_buffer()  # the producer's pool slot is free again
         self.buffers_sent += 1
-        self._segments.extend(self._serializer.split(payload))
+        self._payload = payload
+        self._payload_size = len(payload)
+        self._offset = 0
         self._segment_flags = messages.FLAG_COMPRESSED if compressed else 0
         return self._next_segment()
 
+    def _remaining_segments(self) -> int:
+        if self._payload is None:
+            return 0
+        return -(-(self._payload_size - self._offset) // self._segment_size)
+
     def _next_segment(self) -> tuple:
-        # The per-segment path (one call per 32 KiB frame): _frame and encode_buffer_response_header
-        # inlined, the same header.
-        segments = self._segments
-        segment = segments.popleft()
-        self.credit.consume()
+        # The data path (one call per frame): the next segments of the payload being sent, as
+        # many as the credit and max_buffers_per_frame allow, cut from the payload as one
+        # zero-copy slice (they are consecutive), one credit each; _frame and
+        # encode_buffer_response_header inlined, the same header.
+        payload = self._payload
+        segment_size = self._segment_size
+        offset = self._offset
+        total = self._payload_size
+        count = self._max_buffers
+        if count > 1:
+            available = self.credit.available
+            if available < count:
+                count = available
+            remaining = -(-(total - offset) // segment_size)
+            if remaining < count:
+                count = remaining
+        end = offset + count * segment_size
         flags = self._segment_flags
-        if not segments:
+        if end >= total:
+            end = total
             flags |= _FLAG_LAST_SEGMENT
-        size = len(segment)
-        self.segments_sent += 1
+            self._payload = None
+            if offset == 0:
+                chunk = payload  # the whole payload in one frame: no view
+            else:
+                chunk = memoryview(payload)[offset:]
+            backlog = 0
+        else:
+            chunk = memoryview(payload)[offset:end]
+            self._offset = end
+            backlog = -(-(total - end) // segment_size)
+        self.credit.consume(count)
+        size = end - offset
+        self.segments_sent += count
         self.bytes_sent += size
         self._view.add_bytes_sent(size)  # type: ignore[union-attr]  # the producer's numBytesOut
-        self._connection.buffers_sent += 1
-        backlog = len(segments) + (self._stash is not None) + self._view_backlog_getter()
+        self._connection.buffers_sent += count
+        backlog += (self._stash is not None) + self._view_backlog_getter()
         sequence = self._sequence
-        self._sequence = sequence + 1
+        self._sequence = sequence + count
         header = _pack_header(_HEADER_FIXED + size, _BUFFER_RESPONSE, self.receiver_id,
-                              sequence & _U32_MAX, backlog if backlog < _U32_MAX else _U32_MAX, flags)
-        return header, segment
+                              sequence & _U32_MAX, backlog if backlog < _U32_MAX else _U32_MAX, flags, count)
+        return header, chunk
 
     def _event_frame(self, event) -> tuple:
         try:
@@ -250,7 +290,7 @@ class CreditBasedViewReader:
         return frame
 
     def _frame(self, flags: int, payload) -> tuple:
-        backlog = len(self._segments) + (self._stash is not None) + self._view_backlog_getter()
+        backlog = self._remaining_segments() + (self._stash is not None) + self._view_backlog_getter()
         header = messages.encode_buffer_response_header(
             self.receiver_id, self._sequence, backlog, flags, len(payload)
         )
@@ -288,7 +328,7 @@ class CreditBasedViewReader:
         stash, self._stash = self._stash, None
         if stash is not None:
             stash.recycle_buffer()
-        self._segments.clear()
+        self._payload = None
         view = self._view
         if view is not None:
             view.release()
@@ -308,7 +348,7 @@ class CreditBasedViewReader:
             events_sent=self.events_sent,
             credit_available=self.credit.available,
             credit_received=self.credit.total_received,
-            backlog=len(self._segments) + (self._stash is not None) + self._view_backlog,
+            backlog=self._remaining_segments() + (self._stash is not None) + self._view_backlog,
             back_pressured_time_ns=self._back_pressured_ns + ongoing,
             back_pressured=blocked_since is not None,
             released=self.released,

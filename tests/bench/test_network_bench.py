@@ -116,7 +116,7 @@ def test_the_raw_and_hand_written_baselines_check_what_they_receive(producer):
 def _measurement(record_bytes, ratio, compression=False):
     return NetworkMeasurement(
         shape=f"bytes{record_bytes}", record_bytes=record_bytes, compression=compression, flow_control=True,
-        segment_size_bytes=32768, records=1, records_per_buffer=1, payload_bytes=1, wire_bytes=1, repeat=1,
+        segment_size_bytes=32768, max_buffers_per_frame=4, records=1, records_per_buffer=1, payload_bytes=1, wire_bytes=1, repeat=1,
         rill_rps=1, rill_payload_mbps=1, rill_wire_mbps=1, raw_mbps=1, hand_rps=1, ratio_raw=ratio,
         ratio_raw_min=ratio, ratio_raw_max=ratio, ratio_hand=1, ratio_hand_min=1, ratio_hand_max=1)
 

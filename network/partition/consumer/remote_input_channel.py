@@ -369,11 +369,11 @@ class RemoteInputChannel(InputChannel):
         if client is not None:
             self.connection_manager._call_soon(client.resume_reading)
 
-    def _on_buffer_response(self, sequence: int, backlog: int, flags: int, payload) -> bool:
-        """A BufferResponse for this channel; ``payload`` is a bytes-like view valid during the
-        call only (it is copied: once, into the reassembly buffer, for data). :returns:
-        ``False`` if it cannot be taken now (flow control off and no free buffer): the
-        connection pauses and re-delivers it."""
+    def _on_buffer_response(self, sequence: int, backlog: int, flags: int, payload, buffers: int = 1) -> bool:
+        """A BufferResponse of ``buffers`` segments for this channel; ``payload`` is a
+        bytes-like view valid during the call only (it is copied: once, into the reassembly
+        buffer, for data). :returns: ``False`` if it cannot be taken now (flow control off and
+        no free buffer): the connection pauses and re-delivers it."""
         if flags & messages.FLAG_EVENT:
             if self._released or self._error is not None:
                 return True
@@ -392,18 +392,24 @@ class RemoteInputChannel(InputChannel):
             if self._flow_control:
                 manager.on_sender_backlog(backlog)
             return True
-        kind = self._on_data_segment(sequence, backlog, flags, len(payload))
+        kind = self._on_data_segment(sequence, backlog, flags, len(payload), buffers)
         if kind is None:
             return False
         if kind is not False:
             self._on_data_segment_payload(payload, flags, kind)
         return True
 
-    def _on_data_segment(self, sequence: int, backlog: int, flags: int, size: int):
-        """The credit side of a data frame (:meth:`_on_buffer_response` without the payload):
-        the sequence check and the receiving buffer. The connection calls it for every data
-        frame of a read, announces the credit they freed, then hands the payloads over with
-        :meth:`_on_data_segment_payload`, so the sender gets its credit before the copies.
+    def _on_data_segment(self, sequence: int, backlog: int, flags: int, size: int, buffers: int = 1):
+        """The credit side of a data frame of ``buffers`` segments (:meth:`_on_buffer_response`
+        without the payload): the sequence check and one receiving buffer per segment. The
+        connection calls it for every data frame of a read, announces the credit they freed,
+        then hands the payloads over with :meth:`_on_data_segment_payload`, so the sender gets
+        its credit before the copies.
+
+        A frame of several segments goes through the ledger as that many frames of one would:
+        every segment but a payload's last is taken and given back at once (all are copied
+        into the reassembly buffer before the next read), with the backlog the sender would
+        have reported after each.
 
         :returns: the :class:`BufferKind` taken (pass it on with the payload); ``False``: drop
             the frame (released or failed); ``None``: no buffer (flow control off only),
@@ -421,10 +427,20 @@ class RemoteInputChannel(InputChannel):
                 self.partition_id, self.producer_address,
             )
             return _PROTOCOL_ERROR
+        if buffers != 1 and (buffers < 1 or buffers > size or not self._flow_control):
+            self._pending_failure = RemoteTransportError(
+                f"{self.describe()}: a data frame of {size} bytes announced {buffers} buffers (a frame "
+                f"carries 1 to one per byte, and more than 1 only with credit-based flow control)",
+                self.partition_id, self.producer_address,
+            )
+            return _PROTOCOL_ERROR
         manager = self._buffer_manager
         try:
             # a segment before the last is copied into the reassembly buffer before the
             # connection reads again: its receiving buffer is taken and given back in one step
+            for before_last in range(buffers - 1, 0, -1):
+                if manager.on_segment_copied(backlog + before_last) is False:
+                    return False
             if flags & _FLAG_LAST_SEGMENT:
                 kind = manager.on_buffer_received(backlog)
             else:
@@ -435,8 +451,8 @@ class RemoteInputChannel(InputChannel):
             return _PROTOCOL_ERROR
         if kind is None or kind is False:
             return kind
-        self._expected_sequence = sequence + 1
-        self.segments_received += 1
+        self._expected_sequence = sequence + buffers
+        self.segments_received += buffers
         self.bytes_received += size
         return kind
 

@@ -213,6 +213,76 @@ def test_a_sender_ignoring_credit_is_a_protocol_error(network, fake_server):
     ry.gate.close()
 
 
+def several(receiver: bytes, sequence: int, buffers: int, values, backlog: int = 0) -> bytes:
+    """One BufferResponse that says it carries ``buffers`` segments of ``values``' payload."""
+    payload, _ = SpanningRecordSerializer().serialize_buffer(values, None)
+    header = messages.encode_buffer_response_header(receiver, sequence, backlog, messages.FLAG_LAST_SEGMENT,
+                                                    len(payload), buffers)
+    return header + payload
+
+
+def test_a_frame_of_several_buffers_takes_a_credit_and_a_sequence_number_per_buffer(network, fake_server):
+    client = network()
+    (x, y), (rx, ry) = two_channels(client, fake_server.address)
+    conn = fake_server.accept()
+    fake_server.handshake(conn)
+    assert fake_server.requests(conn, 2) == {x.receiver_id: 2, y.receiver_id: 2}
+    # 2 buffers with 2 credits. The first is free at once (copied into the reassembly buffer)
+    # and reported a backlog of 1 (the second), for which a floating buffer is requested: one
+    # AddCredit of 2. The next frame is number 2 (1 would be a reordering).
+    conn.sendall(several(x.receiver_id, 0, 2, list(range(100))))
+    frame = memoryview(read_frame(conn))
+    assert messages.decode_add_credit(frame) == (x.receiver_id, 2)
+    conn.sendall(FakeServer.buffer(x.receiver_id, 2, ["next"]))
+    rx.read_until(lambda: len(rx.streams[0]) == 101)
+    assert [value for _, value, _ in rx.streams[0]] == list(range(100)) + ["next"]
+    stats = x.statistics()
+    assert (stats.segments_received, stats.buffers_received) == (3, 2)
+    # the other channel: 3 buffers announced in one frame, with 2 credits
+    conn.sendall(several(y.receiver_id, 0, 3, ["too many"]))
+    with pytest.raises(RemoteTransportError, match="a data frame arrived without credit") as info:
+        ry.poll()
+    assert "remote input channel 0 of gate 1 of 'sink (2/2)'" in str(info.value)
+    assert y.statistics().segments_received == 0 and ry.streams == [[]]
+    rx.gate.close()
+    ry.gate.close()
+    for channel in (x, y):
+        stats = channel.statistics()
+        assert stats.exclusive_buffers_in_use == stats.floating_buffers_in_use == 0
+
+
+@pytest.mark.parametrize("buffers", [0, 10_000], ids=["no buffer", "more buffers than bytes"])
+def test_a_frame_with_an_impossible_buffer_count_fails_its_channel(network, fake_server, buffers):
+    client = network()
+    (x, y), (rx, ry) = two_channels(client, fake_server.address)
+    conn = fake_server.accept()
+    fake_server.handshake(conn)
+    fake_server.requests(conn, 2)
+    conn.sendall(FakeServer.buffer(x.receiver_id, 0, ["intact"]) + several(x.receiver_id, 1, buffers, ["bad"])
+                 + FakeServer.buffer(y.receiver_id, 0, ["other"]))
+    rx.take(rx.poll())
+    with pytest.raises(RemoteTransportError, match=rf"a data frame of \d+ bytes announced {buffers} buffers"):
+        rx.poll()
+    assert rx.streams == [[("record", "intact", None)]]
+    ry.take(ry.poll())
+    assert ry.streams == [[("record", "other", None)]]
+    rx.gate.close()
+    ry.gate.close()
+
+
+def test_several_buffers_in_one_frame_need_flow_control(network, fake_server):
+    client = network(flow_control=False)
+    (x, y), (rx, ry) = two_channels(client, fake_server.address)
+    conn = fake_server.accept()
+    fake_server.handshake(conn)
+    fake_server.requests(conn, 2)
+    conn.sendall(several(x.receiver_id, 0, 2, ["two"]))
+    with pytest.raises(RemoteTransportError, match="more than 1 only with credit-based flow control"):
+        rx.poll()
+    rx.gate.close()
+    ry.gate.close()
+
+
 def test_out_of_order_buffers_are_detected(network, fake_server):
     client = network()
     (x, y), (rx, ry) = two_channels(client, fake_server.address)

@@ -167,3 +167,40 @@ def test_cancelling_the_channel_that_blocks_the_connection_unblocks_the_others(n
     stats = chan_a.statistics()
     assert stats.exclusive_buffers_in_use == stats.floating_buffers_in_use == 0
     assert part_a.buffer_pool.statistics().used_buffers == 0 and part_a.is_released()
+
+
+@pytest.mark.parametrize("max_buffers_per_frame", [1, 4])
+def test_a_sender_puts_as_many_segments_in_a_frame_as_its_credit_allows(network, partitions, threads,
+                                                                       max_buffers_per_frame):
+    # 64-byte segments: one buffer of 300 records spans many of them
+    server = network(partitions, name="producer", segment_size_bytes=64, max_buffers_per_frame=max_buffers_per_frame)
+    client = network(name="consumer")
+    partition = make_partition(partitions, "P", 1, num_buffers=4)
+    channel = RemoteInputChannel(client, server.server_address, partition.partition_id, 0,
+                                 client.create_floating_buffer_pool())
+    reader = GateReader(SingleInputGate(0, [channel], "consumer"))
+
+    def produce_one_buffer() -> None:
+        writer = RecordWriter(partition, ForwardPartitioner(), records_per_buffer=300)
+        writer.emit_batch([f"record {i}" for i in range(300)])
+        writer.flush_all()
+        partition.finish()
+        writer.close()
+
+    threads.start(produce_one_buffer, "producer")
+    stream = reader.read_to_end()[0]
+    threads.join_all()
+    assert stream == [("record", f"record {i}", None) for i in range(300)] + [("event", END_OF_PARTITION_EVENT)]
+    stats = channel.statistics()
+    connection = channel.connection_statistics()  # the server may have closed it already
+    data_frames = connection.frames_received - 2  # the Challenge and the EndOfPartition
+    assert stats.buffers_received == 1 and stats.segments_received == connection.buffers_received
+    assert stats.segments_received >= 30
+    if max_buffers_per_frame == 1:
+        assert data_frames == stats.segments_received
+    else:  # at most 4 per frame, and never more than the 10 credits (2 + 8) allow
+        assert -(-stats.segments_received // 4) <= data_frames < stats.segments_received
+    reader.gate.close()
+    assert partition.buffer_pool.statistics().used_buffers == 0
+    stats = channel.statistics()
+    assert stats.exclusive_buffers_in_use == stats.floating_buffers_in_use == 0

@@ -47,7 +47,7 @@ def test_requests_credit_and_responses_round_trip():
     assert messages.decode_add_credit(body(messages.encode_add_credit(receiver, 5))) == (receiver, 5)
     assert messages.decode_receiver(body(messages.encode_cancel(receiver))) == receiver
     header = messages.encode_buffer_response_header(receiver, 3, 2**40, messages.FLAG_EVENT, 4)
-    assert messages.decode_buffer_response(body(header + b"data")) == (receiver, 3, 2**32 - 1, 1, b"data")
+    assert messages.decode_buffer_response(body(header + b"data")) == (receiver, 3, 2**32 - 1, 1, 1, b"data")
     error = body(messages.encode_error_response(receiver, messages.ERROR_PROTOCOL, "bad ✗"))
     assert messages.decode_error_response(error) == (receiver, messages.ERROR_PROTOCOL, "bad ✗")
 
