@@ -51,9 +51,14 @@ class Buffer:
 
     Thread-safety: a buffer is owned by one thread at a time (producer, then consumer, handed over
     through a subpartition's lock); it is not safe to share between threads otherwise.
+
+    :ivar serialized: ``None``, or what the producer's thread made of the records for a remote
+        consumer (see :meth:`~rill.network.partition.pipelined_subpartition.PipelinedSubpartition.set_remote_serializer`):
+        ``(payload, compressed, number_of_records)`` -- ``values`` is then empty -- or the
+        exception serializing them raised (``values`` kept, for the error message).
     """
 
-    __slots__ = ("values", "timestamps", "_recycler", "_recycled")
+    __slots__ = ("values", "timestamps", "serialized", "_recycler", "_recycled")
 
     def __init__(
         self,
@@ -63,6 +68,7 @@ class Buffer:
     ) -> None:
         self.values = values
         self.timestamps = timestamps
+        self.serialized = None
         self._recycler = recycler
         self._recycled = False
 
@@ -101,6 +107,7 @@ class Buffer:
         self._recycled = True
         self.values = []
         self.timestamps = None
+        self.serialized = None
         recycler = self._recycler
         if recycler is not None:
             recycler.recycle(self)
@@ -126,5 +133,6 @@ class Buffer:
             )
         self.values = values
         self.timestamps = timestamps
+        self.serialized = None
         return self
 

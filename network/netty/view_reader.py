@@ -10,6 +10,10 @@ the producing task blocks in its RecordWriter, which is backpressure, for this c
 
 The time a reader holds data but no credit is its back-pressured time.
 
+Serialization: the reader hands its serializer to the view it reads, so the producer serializes
+each buffer as it adds it (on its own thread, as Flink's RecordWriter does); the reader sends
+the bytes, serializing only buffers queued before it asked for the view.
+
 Threading model: everything runs on the network thread, except :meth:`CreditBasedViewReader.notify_data_available`,
 which the producer calls (through the view) when the subpartition goes from empty to non-empty;
 it only marks the reader and queues it on its connection. A buffer taken from the view while
@@ -154,6 +158,7 @@ class CreditBasedViewReader:
         )
         self._view = view
         self._view_backlog_getter = getattr(view, "get_buffers_in_backlog", self._last_view_backlog)
+        view.set_remote_serializer(self._serializer)  # the producer serializes from now on
 
     def notify_data_available(self) -> None:
         """The subpartition has data (producer thread): queue this reader on its connection."""
@@ -209,14 +214,22 @@ class CreditBasedViewReader:
             return None
         buffer = self._stash
         self._stash = None
-        try:
-            payload, compressed = self._serializer.serialize_buffer(buffer.values, buffer.timestamps)
-        except Exception as error:  # noqa: BLE001 - PayloadTooLargeError, ValueSerializationError
+        serialized = buffer.serialized  # by the producer's thread, usually
+        if serialized is None:  # queued before this reader asked for the view
+            try:
+                payload, compressed = self._serializer.serialize_buffer(buffer.values, buffer.timestamps)
+            except Exception as error:  # noqa: BLE001 - PayloadTooLargeError, ValueSerializationError
+                serialized = error
+            else:
+                records = len(buffer.values)
+        if isinstance(serialized, BaseException):
             records = len(buffer.values)
             buffer.recycle_buffer()
-            return self._fail(messages.ERROR_SERIALIZATION, f"{type(error).__name__} serializing a "
-                              f"buffer of {records} records: {error}")
-        self.records_sent += len(buffer.values)
+            return self._fail(messages.ERROR_SERIALIZATION, f"{type(serialized).__name__} serializing a "
+                              f"buffer of {records} records: {serialized}")
+        if serialized is not None:
+            payload, compressed, records = serialized
+        self.records_sent += records
         buffer.recycle_buffer()  # the producer's pool slot is free again
         self.buffers_sent += 1
         self._payload = payload

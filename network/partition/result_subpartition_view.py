@@ -46,6 +46,13 @@ class ResultSubpartitionView(abc.ABC):
         payload bytes of buffers and events it sent), for the producer's ``numBytesOut``.
         Called by the one thread that reads the view. The default does nothing."""
 
+    def set_remote_serializer(self, serializer) -> None:
+        """The view is read by a network sender that serializes with ``serializer`` (a
+        :class:`~rill.network.api.serialization.record_serializer.SpanningRecordSerializer`):
+        a subpartition may then serialize its buffers on the producer's thread as they are
+        added (see :class:`Buffer.serialized <rill.network.buffer.buffer.Buffer>`). Called once,
+        right after the view was created. The default does nothing (the sender serializes)."""
+
     @abc.abstractmethod
     def release(self) -> None:
         """Consumer-side release: the consumer is done (after EndOfPartition) or cancelled.

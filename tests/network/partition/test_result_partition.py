@@ -231,3 +231,32 @@ def test_statistics_per_subpartition(manager, make_partition):
     view = manager.create_subpartition_view(partition.partition_id, 0, Counter())
     view.poll_next()
     assert partition.statistics().backlog == (1, 0, 1)
+
+
+def test_a_remotely_read_subpartition_serializes_buffers_on_the_adding_thread(manager, make_partition):
+    from rill.network import SpanningRecordSerializer
+    from rill.network.api.serialization.value_codec import unpack_records
+
+    partition = make_partition(1)
+    early = filled(partition, [("before", 0)])
+    partition.emit_buffer(early, 0)  # queued before the reader: the sender serializes it
+    view = manager.create_subpartition_view(partition.partition_id, 0, Counter())
+    view.set_remote_serializer(SpanningRecordSerializer())
+    late = filled(partition, [("after", 1), ("after", 2)], [10, 20])
+    partition.emit_buffer(late, 0)
+    unserializable = filled(partition, [lambda: None])
+    partition.emit_buffer(unserializable, 0)
+
+    assert early.serialized is None and early.values == [("before", 0)]
+    payload, compressed, records = late.serialized
+    assert (compressed, records) == (False, 2)
+    assert unpack_records(payload) == ([("after", 1), ("after", 2)], [10, 20])
+    assert late.values == [] and late.timestamps is None  # the records are freed by the producer
+    assert isinstance(unserializable.serialized, ValueError)  # kept for the sender to report
+    assert "Cannot serialize a value of type builtins.function" in str(unserializable.serialized)
+    assert len(unserializable.values) == 1
+    assert partition.statistics().records_out == (4,)
+    assert [view.poll_next() for _ in range(3)] == [early, late, unserializable]
+    for buffer in (early, late, unserializable):
+        buffer.recycle_buffer()
+        assert buffer.serialized is None
