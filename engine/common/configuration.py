@@ -77,6 +77,11 @@ class ConfigOptions:
         "taskmanager.network.max-payload-size", 64 * 1024 * 1024,
         "Largest serialized buffer (or event) in bytes a channel between processes accepts; a "
         "larger one fails the job naming the channel (Rill; Flink spills large records instead).")
+    TASK_GC_THRESHOLDS = ConfigOption(
+        "taskmanager.python.gc-thresholds", "10000,10,10",
+        "CPython garbage-collector thresholds (gc.set_threshold: generation 0[,1[,2]]) of every "
+        "task process on a cluster, or 'default' for CPython's 700,10,10 (Rill; what JVM GC "
+        "options are to a Flink TaskManager). The embedded mode leaves the caller's collector alone.")
     HEARTBEAT_INTERVAL = ConfigOption("heartbeat.interval", 1000, "ms between TaskExecutor heartbeats.")
     HEARTBEAT_TIMEOUT = ConfigOption(
         "heartbeat.timeout", 50000, "ms without a heartbeat after which a TaskExecutor is lost.")

@@ -192,7 +192,9 @@ class JobMasterActor(Actor):
     # -- start -------------------------------------------------------------------------------
     def _start(self, msg: m.StartJobMaster) -> None:
         from rill.runtime.jobmaster.job_master import JobMaster  # noqa: PLC0415
+        from rill.common.configuration import ConfigOptions  # noqa: PLC0415
         from rill.runtime.jobmaster.scheduler import required_slots  # noqa: PLC0415
+        from rill.runtime.taskmanager.python_gc import parse_gc_thresholds  # noqa: PLC0415
 
         self.job_id = msg.job_id
         self.dispatcher = msg.dispatcher
@@ -205,6 +207,14 @@ class JobMasterActor(Actor):
         except ValueError as e:  # a job's bad setting must fail the job, not leave it unanswered
             self.early_failure = JobExecutionException(
                 self.job_id, f"Job '{sub.job_name}' ({self.job_id}) failed: invalid network configuration: {e}")
+            self.early_failure.__cause__ = e
+            self._report()
+            return
+        try:  # checked here, so that a bad value fails the job before any task process runs
+            parse_gc_thresholds(conf.get(ConfigOptions.TASK_GC_THRESHOLDS))
+        except ValueError as e:
+            self.early_failure = JobExecutionException(
+                self.job_id, f"Job '{sub.job_name}' ({self.job_id}) failed: invalid configuration: {e}")
             self.early_failure.__cause__ = e
             self._report()
             return

@@ -182,10 +182,11 @@ class StreamTaskActor(Actor):
         self.send(task_executor, ready)
 
     def _deploy(self, msg: m.DeployTask) -> None:
-        from rill.common.configuration import load_configuration  # noqa: PLC0415
+        from rill.common.configuration import ConfigOptions, load_configuration  # noqa: PLC0415
         from rill.operators.collect_sink import register_remote_endpoint  # noqa: PLC0415
         from rill.runtime.deployment import assemble_descriptor  # noqa: PLC0415
         from rill.runtime.taskmanager.network_environment import NetworkEnvironment  # noqa: PLC0415
+        from rill.runtime.taskmanager.python_gc import apply_gc_thresholds, parse_gc_thresholds  # noqa: PLC0415
         from rill.runtime.taskmanager.task import Task  # noqa: PLC0415
 
         job_information = cloudpickle.loads(msg.job_information)
@@ -200,6 +201,8 @@ class StreamTaskActor(Actor):
         # the job's settings over this process's own (config file, RILL_* variables): a job's
         # network memory and segment size apply to its tasks, as in the embedded mode
         configuration = load_configuration(job_information.job_configuration)
+        # this process runs this one task: its collector is tuned for records (see python_gc)
+        apply_gc_thresholds(parse_gc_thresholds(configuration.get(ConfigOptions.TASK_GC_THRESHOLDS)))
         network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
                                      configuration=configuration)
         self.task = Task(tdd, network, self.coordinators, self._on_state)

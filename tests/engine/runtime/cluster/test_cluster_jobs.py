@@ -297,6 +297,33 @@ def test_a_per_job_segment_size_cuts_buffers_into_smaller_frames(cluster):
     cluster.wait_no_task_processes()
 
 
+def _collector_thresholds(_):
+    import gc  # noqa: PLC0415 - runs in the task process
+    return gc.get_threshold()
+
+
+@pytest.mark.parametrize("setting, expected", [
+    (None, (10000, 10, 10)),  # the default for task processes
+    ("2000,5", (2000, 5, 10)),  # as gc.set_threshold(2000, 5): generation 2 keeps CPython's 10
+    ("default", (700, 10, 10)),  # CPython's own
+])
+def test_task_processes_set_the_jobs_garbage_collector_thresholds(cluster, setting, expected):
+    options = {} if setting is None else {"taskmanager.python.gc-thresholds": setting}
+    env = cluster_env(cluster, parallelism=1, **options)
+    with env.from_collection([0]).map(_collector_thresholds).execute_and_collect() as results:
+        assert list(results) == [expected]
+    cluster.wait_no_task_processes()
+
+
+def test_invalid_garbage_collector_thresholds_fail_the_job_before_deployment(cluster):
+    env = cluster_env(cluster, **{"taskmanager.python.gc-thresholds": "10000,x"})
+    word_count(env, LINES).print()
+    with pytest.raises(JobExecutionException, match=r"invalid configuration: taskmanager.python.gc-thresholds must be "
+                                                    r"'default' or one to three comma-separated ints >= 0 .* got '10000,x'"):
+        env.execute("bad thresholds")
+    cluster.wait_no_task_processes()
+
+
 def test_an_invalid_per_job_network_setting_fails_the_job_at_once(cluster):
     env = cluster_env(cluster, **{"taskmanager.memory.segment-size": "32"})
     word_count(env, LINES).print()
