@@ -16,9 +16,10 @@ default, a temporary ``RILL_RUN_DIR``; stopped at the end, with a check that non
 processes is left). ``--cluster-speedup`` measures, in one run and alternately, the
 hand-written loop, Rill embedded at parallelism 1 and Rill on such a cluster at
 ``--parallelism`` (default 2) for WordCount, and prints cluster ÷ embedded and cluster ÷ loop
-(bench/README.md, "Cluster WordCount"). With either, WordCount reads its lines from a parallel
-source (``--source parallel``, the default there; ``--source collection`` for
-``from_collection``).
+(bench/README.md, "Cluster WordCount"). With either, WordCount reads its lines as the WordCount
+example does, with ``read_text_file`` (``--source file``, the default there: 16 files in a
+temporary directory); ``--source parallel`` ships them inside the job to a parallel source,
+``--source collection`` to ``from_collection``.
 
 Exit status: 0; 1 if a result check fails (Rill's output differs from the loop's); 2 if
 ``--check-targets`` is given and a target ratio is missed (with ``--cluster-speedup``: cluster
@@ -60,7 +61,7 @@ def _load() -> str:
 
 def _make(name: str, source: Optional[str]):
     if name == "wordcount":
-        return WordCountWorkload(parallel_source=source == "parallel")
+        return WordCountWorkload(source=source)
     return WORKLOADS[name]()
 
 
@@ -79,9 +80,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     parser.add_argument("--task-executors", type=int, default=1,
                         help="the benchmark cluster's TaskExecutors (default 1)")
     parser.add_argument("--slots", type=int, help="slots per TaskExecutor (default: enough for the parallelism)")
-    parser.add_argument("--source", choices=["collection", "parallel"],
-                        help="WordCount's source: from_collection (default embedded) or a parallel source of the "
-                             "same lines (default with --target cluster and --cluster-speedup)")
+    parser.add_argument("--source", choices=list(WordCountWorkload.SOURCES),
+                        help="WordCount's source: from_collection (default embedded), a parallel source of the "
+                             "lines shipped in the job, or read_text_file of files holding them (default with "
+                             "--target cluster and --cluster-speedup)")
     parser.add_argument("--no-warmup", action="store_true", help="skip the warm-up run of each side")
     parser.add_argument("--json", metavar="PATH", help="also write the measurements as JSON")
     parser.add_argument("--check-targets", action="store_true", help="exit 2 if a target ratio is missed")
@@ -93,7 +95,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         parser.error("--cluster-speedup runs both targets itself; leave --target out")
     if args.cluster_speedup and args.workload not in (None, ["wordcount"]):
         parser.error("--cluster-speedup measures WordCount only")
-    source = args.source or ("parallel" if clustered else "collection")
+    source = args.source or ("file" if clustered else "collection")
     if args.source and not args.cluster_speedup and "wordcount" not in (args.workload or ["wordcount"]):
         parser.error("--source applies to WordCount only")
     parallelism = args.parallelism or (2 if args.cluster_speedup else 1)
@@ -173,8 +175,8 @@ def _table(args, plan, source, cluster, info, log, started, argv) -> int:
 
 
 def _speedup(args, parallelism, source, cluster, info, log, started, argv) -> int:
-    embedded = WordCountWorkload(parallel_source=source == "parallel")
-    on_cluster = WordCountWorkload(parallel_source=source == "parallel")
+    embedded = WordCountWorkload(source=source)
+    on_cluster = WordCountWorkload(source=source)
     size = args.size or CLUSTER_SPEEDUP_SIZE
     t0 = time.perf_counter()
     data = embedded.prepare(size)
@@ -186,6 +188,9 @@ def _speedup(args, parallelism, source, cluster, info, log, started, argv) -> in
     except ResultMismatch as e:
         print(f"RESULT CHECK FAILED: {e}", file=sys.stderr)
         return 1
+    finally:
+        embedded.close()
+        on_cluster.close()
     total = time.perf_counter() - started
     print(format_speedup(m))
     print(f"\nratios per repetition, median (min–max) over {args.repeat}; the target applies to net. net = "

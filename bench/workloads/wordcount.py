@@ -20,17 +20,32 @@ At parallelism 1 Rill runs two tasks: "Source: Collection Source -> FlatMap -> M
 "Reduce -> Sink: Unnamed", connected by a hash (key-group) exchange through the local network
 stack.
 
-``WordCountWorkload(parallel_source=True)`` (the cluster comparison, ``bench/README.md``
-"Cluster WordCount") reads the same lines from :class:`ParallelLinesSource` instead: at
-parallelism P subtask *i* reads the *i*-th of P contiguous ranges of the list (at P = 1 the
-whole list, exactly as ``from_collection``), so the source is chained with the flat map in
-every subtask, as a parallel file source (the WordCount example's ``read_text_file``) is,
-instead of one source subtask feeding P flat maps through a rebalance exchange.
+``WordCountWorkload(source=...)`` chooses how Rill reads the lines:
+
+``"collection"`` (the default)
+    ``from_collection``: a non-parallel source, as Flink's ``fromCollection``.
+``"parallel"``
+    :class:`ParallelLinesSource`: at parallelism P subtask *i* reads the *i*-th of P contiguous
+    ranges of the list (at P = 1 the whole list, exactly as ``from_collection``), so the source
+    is chained with the flat map in every subtask instead of one source subtask feeding P flat
+    maps through a rebalance exchange. The lines travel inside the job (on a cluster: to every
+    source task process, 21 MB at the default size).
+``"file"``
+    ``read_text_file`` of a directory of :data:`FILES` UTF-8 files holding the lines in order
+    (written once per input, in a temporary directory removed by
+    :meth:`WordCountWorkload.close` or at exit), as the WordCount example reads: nothing is
+    shipped with the job, and the subtasks ask for files (splits) as they finish the previous
+    one, so 16 of them keep two subtasks within a sixteenth of each other (one 20 MB file cut
+    in 4 MiB splits gave one subtask 3 of 5). The lines come back as written
+    (``stdlib_lines`` never holds a line break).
 """
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import sysconfig
+import tempfile
 from pathlib import Path
 from typing import List, Optional, Tuple
 
@@ -38,7 +53,10 @@ from rill.datastream.connectors.collection import _CollectionReader, _RangeSplit
 from rill.datastream.connectors.source import Source, SourceReader, SplitEnumerator
 from rill.examples.word_count import add_counts, count_one, split_words
 
-__all__ = ["WordCountWorkload", "ParallelLinesSource", "stdlib_lines", "word_of"]
+__all__ = ["WordCountWorkload", "ParallelLinesSource", "stdlib_lines", "word_of", "FILES"]
+
+#: How many files ``source="file"`` writes the lines into.
+FILES = 16
 
 
 def word_of(word_count: Tuple[str, int]) -> str:
@@ -101,17 +119,44 @@ class WordCountWorkload:
     default_size = 540_000
     target_ratio = 0.35
 
-    def __init__(self, parallel_source: bool = False):
-        #: read the lines with :class:`ParallelLinesSource` instead of ``from_collection``
-        self.parallel_source = parallel_source
+    SOURCES = ("collection", "parallel", "file")
+
+    def __init__(self, source: str = "collection"):
+        if source not in self.SOURCES:
+            raise ValueError(f"WordCountWorkload: source must be one of {self.SOURCES}, got {source!r}")
+        #: how Rill reads the lines (see the module's docstring)
+        self.source_kind = source
+        self._file: Optional[Tuple[int, int, str]] = None  # (id(data), len(data), path)
 
     def prepare(self, size: int) -> List[str]:
         return stdlib_lines(size)
 
     def source(self, env, data: List[str]):
-        if self.parallel_source:
+        if self.source_kind == "parallel":
             return env.from_source(ParallelLinesSource(data), None, "Parallel Lines Source")
+        if self.source_kind == "file":
+            return env.read_text_file(self._file_of(data))
         return env.from_collection(data)
+
+    def _file_of(self, data: List[str]) -> str:
+        known = self._file
+        if known is not None and known[:2] == (id(data), len(data)):
+            return known[2]
+        self.close()
+        directory = tempfile.mkdtemp(prefix="rill-bench-wordcount-")
+        atexit.register(shutil.rmtree, directory, True)
+        n = len(data)
+        for i in range(FILES):
+            with open(Path(directory) / f"lines-{i:02d}.txt", "w", encoding="utf-8", newline="") as f:
+                f.writelines(line + "\n" for line in data[n * i // FILES:n * (i + 1) // FILES])
+        self._file = (id(data), len(data), directory)
+        return directory
+
+    def close(self) -> None:
+        """Remove the files written for ``source="file"`` (if any)."""
+        if self._file is not None:
+            shutil.rmtree(self._file[2], ignore_errors=True)
+            self._file = None
 
     def run_rill(self, env, data: List[str], sink) -> None:
         (self.source(env, data)

@@ -69,9 +69,9 @@ def test_parallel_source_splits_the_lines_in_order():
         assert read == data
 
 
-@pytest.mark.parametrize("parallel_source", [True, False])
-def test_cluster_wordcount_passes_the_check(bench_cluster, lines, parallel_source):
-    m = run_workload(WordCountWorkload(parallel_source=parallel_source), lines, repeat=1, parallelism=2,
+@pytest.mark.parametrize("source", WordCountWorkload.SOURCES)
+def test_cluster_wordcount_passes_the_check(bench_cluster, lines, source):
+    m = run_workload(WordCountWorkload(source=source), lines, repeat=1, parallelism=2,
                      warmup=False, cluster=bench_cluster)
     assert m.target == "cluster" and m.parallelism == 2 and m.target_ratio is None
     assert m.sink_records == sum(len(split_words(line)) for line in lines) > 0
@@ -81,7 +81,7 @@ def test_cluster_wordcount_passes_the_check(bench_cluster, lines, parallel_sourc
 @pytest.mark.parametrize("broken", [_NoRollingReduce, _DropsALine])
 def test_wrong_cluster_output_fails_the_check(bench_cluster, lines, broken):
     with pytest.raises(ResultMismatch, match="'wordcount' at parallelism 2"):
-        run_workload(broken(parallel_source=True), lines, repeat=1, parallelism=2, warmup=False,
+        run_workload(broken(source="parallel"), lines, repeat=1, parallelism=2, warmup=False,
                      cluster=bench_cluster)
 
 
@@ -92,12 +92,12 @@ def test_a_sink_that_never_publishes_fails_the_check(bench_cluster, lines):
             super().run_rill(env, data, sink)
 
     with pytest.raises(ResultMismatch, match="never finished"):
-        run_workload(_Silent(parallel_source=True), lines, repeat=1, parallelism=2, warmup=False,
+        run_workload(_Silent(source="parallel"), lines, repeat=1, parallelism=2, warmup=False,
                      cluster=bench_cluster)
 
 
 def test_speedup_mode_checks_every_side_and_embedded_still_works_after(bench_cluster, lines):
-    m = run_cluster_speedup(WordCountWorkload(parallel_source=True), lines, bench_cluster, parallelism=2,
+    m = run_cluster_speedup(WordCountWorkload(source="parallel"), lines, bench_cluster, parallelism=2,
                             repeat=2, warmup=False)
     assert m.records == LINES and m.sink_records > 0 and len(m.samples) == 2
     assert [s.order[0] for s in m.samples] == ["loop", "embedded"]
@@ -106,8 +106,8 @@ def test_speedup_mode_checks_every_side_and_embedded_still_works_after(bench_clu
     # sinks must still reach this process' registry afterwards
     run_workload(WordCountWorkload(), lines, repeat=1, parallelism=1, warmup=False)
     with pytest.raises(ResultMismatch):
-        run_cluster_speedup(WordCountWorkload(parallel_source=True), lines, bench_cluster, repeat=1,
-                            warmup=False, cluster_workload=_NoRollingReduce(parallel_source=True))
+        run_cluster_speedup(WordCountWorkload(source="parallel"), lines, bench_cluster, repeat=1,
+                            warmup=False, cluster_workload=_NoRollingReduce(source="parallel"))
 
 
 def test_cli_cluster_speedup_starts_and_stops_its_cluster(tmp_path, capsys, monkeypatch):
