@@ -287,9 +287,14 @@ class _TimerHeapService(ProcessingTimeService):
             return sum(1 for _, _, t in self._heap if t.state is _TimerState.PENDING)
 
     def _stop_locked(self, status: _Status) -> None:
-        """Move to QUIESCED (only from RUNNING) or TERMINATED and drop pending timers."""
+        """Move to QUIESCED (only from RUNNING) or TERMINATED and drop pending timers, which
+        end cancelled (as the delayed tasks of Flink's timer executor on shutdown): whoever
+        holds one sees it done and never fired."""
         if status is _Status.TERMINATED or self._status is _Status.RUNNING:
             self._status = status
+        for _, _, timer in self._heap:
+            if timer.state is _TimerState.PENDING:
+                timer.state = _TimerState.CANCELLED
         self._heap.clear()
 
     def _register(
@@ -320,7 +325,10 @@ class _TimerHeapService(ProcessingTimeService):
 
     def _claim_locked(self, timer: _Timer) -> bool:
         """Whether ``timer`` may fire now (``self._lock`` held); a one-shot one becomes FIRED."""
-        if timer.state is not _TimerState.PENDING or self._status is not _Status.RUNNING:
+        if timer.state is not _TimerState.PENDING:
+            return False
+        if self._status is not _Status.RUNNING:
+            timer.state = _TimerState.CANCELLED  # its mail was queued before the quiesce
             return False
         if not timer.period_ms:
             timer.state = _TimerState.FIRED

@@ -225,15 +225,19 @@ def test_quiesce_stops_firing_even_for_queued_timer_mails():
     processor = MailboxProcessor(lambda controller: controller.all_actions_completed())
     timers = SystemProcessingTimeService(processor.get_mailbox_executor(), task_name="quiesce")
     fired: list[int] = []
-    timers.register_timer(0, fired.append)
+    queued = timers.register_timer(0, fired.append)
     wait_until(lambda: processor.mailbox.size() == 1)
     pending = timers.register_timer(timers.get_current_processing_time() + 60_000, fired.append)
     timers.quiesce()
+    # dropped timers end cancelled (Flink's executor cancels its delayed tasks on shutdown)
+    assert pending.is_cancelled() and pending.is_done() and pending.cancel() is False
     noop = timers.register_timer(0, fired.append)
     assert noop.is_cancelled() and noop.is_done() and noop.cancel() is False
     assert timers.get_number_of_registered_timers() == 0
+    assert not queued.is_done()  # its mail is queued
     processor.run_mailbox_loop()  # runs the queued timer mail: it must do nothing
     assert fired == []
+    assert queued.is_cancelled()
     timers.shutdown()
 
 

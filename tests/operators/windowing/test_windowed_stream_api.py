@@ -5,6 +5,7 @@ runtime."""
 
 import concurrent.futures
 import threading
+import time
 
 import pytest
 
@@ -184,7 +185,12 @@ def _run_and_collect(ds, timeout_s=30.0):
         except concurrent.futures.TimeoutError:
             client.cancel()
             pytest.fail("window job did not finish")
-        return sink.get_results()
+        results = sink.get_results()
+        deadline = time.monotonic() + 5.0
+        while (left := [t for t in threading.enumerate() if t not in before]) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not left, f"threads still running after the window job ended: {left}"
+        return results
     finally:
         sink.close()
 
