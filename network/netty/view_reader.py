@@ -232,16 +232,16 @@ class CreditBasedViewReader:
         self.records_sent += records
         buffer.recycle_buffer()  # the producer's pool slot is free again
         self.buffers_sent += 1
-        self._payload = payload
+        self._offset = 0  # before the payload: statistics() may read these from another thread
         self._payload_size = len(payload)
-        self._offset = 0
+        self._payload = payload
         self._segment_flags = messages.FLAG_COMPRESSED if compressed else 0
         return self._next_segment()
 
     def _remaining_segments(self) -> int:
         if self._payload is None:
             return 0
-        return -(-(self._payload_size - self._offset) // self._segment_size)
+        return max(0, -(-(self._payload_size - self._offset) // self._segment_size))
 
     def _next_segment(self) -> tuple:
         # The data path (one call per frame): the next segments of the payload being sent, as

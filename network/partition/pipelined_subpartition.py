@@ -66,7 +66,7 @@ class PipelinedSubpartition(ResultSubpartition):
         if is_buffer:
             records = len(item.values)
             serializer = self._serializer
-            if serializer is not None:
+            if serializer is not None and not self._released:  # (a released one recycles it below)
                 _serialize(item, serializer)
         view = None
         with self._lock:

@@ -19,42 +19,59 @@ from __future__ import annotations
 import gc
 from typing import Optional, Tuple
 
-__all__ = ["parse_gc_thresholds", "apply_gc_thresholds"]
+__all__ = ["parse_gc_thresholds", "apply_gc_thresholds", "CPYTHON_DEFAULT_GC_THRESHOLDS"]
+
+#: CPython's own thresholds, what ``"default"`` stands for.
+CPYTHON_DEFAULT_GC_THRESHOLDS = (700, 10, 10)
+#: ``gc.set_threshold`` takes C ints.
+_MAX_THRESHOLD = 2**31 - 1
 
 
-def parse_gc_thresholds(value, key: str = "taskmanager.python.gc-thresholds") -> Optional[Tuple[int, ...]]:
-    """``"10000,10,10"`` -> ``(10000, 10, 10)``; ``"default"`` -> ``None`` (CPython's own).
+def parse_gc_thresholds(value, key: str = "taskmanager.python.gc-thresholds") -> Tuple[int, ...]:
+    """``"10000,10,10"`` -> ``(10000, 10, 10)``; ``"default"`` -> CPython's ``(700, 10, 10)``.
 
     :param value: a string of one to three comma-separated ints (as ``gc.set_threshold``
-        takes them: generation 0, then optionally 1 and 2), a tuple or list of them, or
-        ``"default"``.
+        takes them: generation 0, then optionally 1 and 2), an int, a tuple or list of ints,
+        or ``"default"``.
     :param key: the configuration key, for the error message.
-    :raises ValueError: for anything else, or a negative threshold (0 disables collection and
-        is allowed, as in ``gc.set_threshold``).
+    :raises ValueError: for anything else, or a threshold outside ``[0, 2**31 - 1]`` (0
+        disables collection and is allowed, as in ``gc.set_threshold``, which refuses larger
+        values).
     """
     if isinstance(value, str):
         text = value.strip()
         if text.lower() == "default":
-            return None
+            return CPYTHON_DEFAULT_GC_THRESHOLDS
         parts = [p.strip() for p in text.split(",")]
     elif isinstance(value, (tuple, list)):
         parts = list(value)
+    elif isinstance(value, int) and not isinstance(value, bool):
+        parts = [value]
     else:
-        parts = None
+        parts = []
     try:
-        thresholds = tuple(int(p) for p in parts) if parts else ()
+        thresholds = tuple(_threshold(p) for p in parts)
     except (TypeError, ValueError):
         thresholds = ()
-    if not 1 <= len(thresholds) <= 3 or any(t < 0 for t in thresholds):
+    if not 1 <= len(thresholds) <= 3 or any(not 0 <= t <= _MAX_THRESHOLD for t in thresholds):
         raise ValueError(
-            f"{key} must be 'default' or one to three comma-separated ints >= 0 (generation 0, 1, "
-            f"2 thresholds, as gc.set_threshold takes them), got {value!r}"
+            f"{key} must be 'default' or one to three comma-separated ints in [0, {_MAX_THRESHOLD}] "
+            f"(generation 0, 1, 2 thresholds, as gc.set_threshold takes them), got {value!r}"
         )
     return thresholds
 
 
+def _threshold(part) -> int:
+    if isinstance(part, bool) or not isinstance(part, (int, str)):
+        raise TypeError(part)  # 1.5 must not become 1
+    return int(part)
+
+
 def apply_gc_thresholds(thresholds: Optional[Tuple[int, ...]]) -> Tuple[int, int, int]:
-    """Set the collector's thresholds (``None``: leave them); returns the previous ones."""
+    """Set the collector's thresholds (``None``: leave them); returns the previous ones.
+
+    :raises OverflowError, ValueError: for values :func:`parse_gc_thresholds` refuses.
+    """
     previous = gc.get_threshold()
     if thresholds is not None:
         gc.set_threshold(*thresholds)

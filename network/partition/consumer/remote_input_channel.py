@@ -72,7 +72,7 @@ class RemoteInputChannelStatistics:
     :ivar subpartition_index: the subpartition read.
     :ivar producer_address: the producer's server ``(host, port)``.
     :ivar buffers_received: buffers received (complete payloads).
-    :ivar segments_received: data frames received (one credit each).
+    :ivar segments_received: segments received in data frames (one credit each).
     :ivar bytes_received: payload bytes received (data and events).
     :ivar events_received: events received.
     :ivar records_received: records decoded by the consumer.

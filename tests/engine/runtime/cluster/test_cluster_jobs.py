@@ -315,11 +315,12 @@ def test_task_processes_set_the_jobs_garbage_collector_thresholds(cluster, setti
     cluster.wait_no_task_processes()
 
 
-def test_invalid_garbage_collector_thresholds_fail_the_job_before_deployment(cluster):
-    env = cluster_env(cluster, **{"taskmanager.python.gc-thresholds": "10000,x"})
+@pytest.mark.parametrize("value", ["10000,x", str(2**31)])  # the second: more than gc.set_threshold takes
+def test_invalid_garbage_collector_thresholds_fail_the_job_before_deployment(cluster, value):
+    env = cluster_env(cluster, **{"taskmanager.python.gc-thresholds": value})
     word_count(env, LINES).print()
     with pytest.raises(JobExecutionException, match=r"invalid configuration: taskmanager.python.gc-thresholds must be "
-                                                    r"'default' or one to three comma-separated ints >= 0 .* got '10000,x'"):
+                                                    rf"'default' or one to three comma-separated ints in .* got '{value}'"):
         env.execute("bad thresholds")
     cluster.wait_no_task_processes()
 
