@@ -175,22 +175,20 @@ def _table(args, plan, source, cluster, info, log, started, argv) -> int:
 
 
 def _speedup(args, parallelism, source, cluster, info, log, started, argv) -> int:
-    embedded = WordCountWorkload(source=source)
-    on_cluster = WordCountWorkload(source=source)
+    workload = WordCountWorkload(source=source)  # one object for both sides: one copy of the input files
     size = args.size or CLUSTER_SPEEDUP_SIZE
     t0 = time.perf_counter()
-    data = embedded.prepare(size)
+    data = workload.prepare(size)
     if log:
         log(f"wordcount: prepared {size:,} lines in {time.perf_counter() - t0:.1f} s; source: {source}")
     try:
-        m = run_cluster_speedup(embedded, data, cluster, parallelism=parallelism, repeat=args.repeat,
-                                warmup=not args.no_warmup, log=log, cluster_workload=on_cluster)
+        m = run_cluster_speedup(workload, data, cluster, parallelism=parallelism, repeat=args.repeat,
+                                warmup=not args.no_warmup, log=log)
     except ResultMismatch as e:
         print(f"RESULT CHECK FAILED: {e}", file=sys.stderr)
         return 1
     finally:
-        embedded.close()
-        on_cluster.close()
+        workload.close()
     total = time.perf_counter() - started
     print(format_speedup(m))
     print(f"\nratios per repetition, median (min–max) over {args.repeat}; the target applies to net. net = "

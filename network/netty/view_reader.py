@@ -214,21 +214,15 @@ class CreditBasedViewReader:
             return None
         buffer = self._stash
         self._stash = None
-        serialized = buffer.serialized  # by the producer's thread, usually
-        if serialized is None:  # queued before this reader asked for the view
-            try:
-                payload, compressed = self._serializer.serialize_buffer(buffer.values, buffer.timestamps)
-            except Exception as error:  # noqa: BLE001 - PayloadTooLargeError, ValueSerializationError
-                serialized = error
-            else:
-                records = len(buffer.values)
+        if buffer.serialized is None:  # queued before this reader asked for the view
+            self._serializer.serialize_into(buffer)
+        serialized = buffer.serialized  # usually by the producer's thread
         if isinstance(serialized, BaseException):
             records = len(buffer.values)
             buffer.recycle_buffer()
             return self._fail(messages.ERROR_SERIALIZATION, f"{type(serialized).__name__} serializing a "
                               f"buffer of {records} records: {serialized}")
-        if serialized is not None:
-            payload, compressed, records = serialized
+        payload, compressed, records = serialized
         self.records_sent += records
         buffer.recycle_buffer()  # the producer's pool slot is free again
         self.buffers_sent += 1
@@ -249,39 +243,28 @@ class CreditBasedViewReader:
         # zero-copy slice (they are consecutive), one credit each; _frame and
         # encode_buffer_response_header inlined, the same header.
         payload = self._payload
-        segment_size = self._segment_size
         offset = self._offset
         total = self._payload_size
         count = self._max_buffers
         if count > 1:
-            available = self.credit.available
-            if available < count:
-                count = available
-            remaining = -(-(total - offset) // segment_size)
-            if remaining < count:
-                count = remaining
-        end = offset + count * segment_size
+            count = min(count, self.credit.available, self._remaining_segments())
+        end = offset + count * self._segment_size
         flags = self._segment_flags
         if end >= total:
             end = total
             flags |= _FLAG_LAST_SEGMENT
             self._payload = None
-            if offset == 0:
-                chunk = payload  # the whole payload in one frame: no view
-            else:
-                chunk = memoryview(payload)[offset:]
-            backlog = 0
+            chunk = payload if offset == 0 else memoryview(payload)[offset:]  # whole: no view
         else:
             chunk = memoryview(payload)[offset:end]
             self._offset = end
-            backlog = -(-(total - end) // segment_size)
         self.credit.consume(count)
         size = end - offset
         self.segments_sent += count
         self.bytes_sent += size
         self._view.add_bytes_sent(size)  # type: ignore[union-attr]  # the producer's numBytesOut
         self._connection.buffers_sent += count
-        backlog += (self._stash is not None) + self._view_backlog_getter()
+        backlog = self._remaining_segments() + (self._stash is not None) + self._view_backlog_getter()
         sequence = self._sequence
         self._sequence = sequence + count
         header = _pack_header(_HEADER_FIXED + size, _BUFFER_RESPONSE, self.receiver_id,

@@ -67,7 +67,7 @@ class PipelinedSubpartition(ResultSubpartition):
             records = len(item.values)
             serializer = self._serializer
             if serializer is not None and not self._released:  # (a released one recycles it below)
-                _serialize(item, serializer)
+                serializer.serialize_into(item)
         view = None
         with self._lock:
             released = self._released
@@ -270,16 +270,3 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
     def __repr__(self) -> str:
         return f"PipelinedSubpartitionView({self._parent!r}, released={self._released})"
 
-
-def _serialize(buffer: Buffer, serializer) -> None:
-    # The records are dropped once serialized (they are freed on this thread); an error is kept
-    # for the sender, which fails the channel with it as if it had serialized the buffer itself.
-    values = buffer.values
-    try:
-        payload, compressed = serializer.serialize_buffer(values, buffer.timestamps)
-    except Exception as error:  # noqa: BLE001 - PayloadTooLargeError, ValueSerializationError
-        buffer.serialized = error
-        return
-    buffer.serialized = (payload, compressed, len(values))
-    buffer.values = []
-    buffer.timestamps = None

@@ -202,19 +202,15 @@ class JobMasterActor(Actor):
         self.submission = sub = msg.submission
         conf = sub.configuration
         self.wakeupAfter(REPORT_INTERVAL)
+        # a job's bad setting must fail the job at once, before any task process runs
+        what = "network configuration"
         try:
             self.netty_config = _netty_config(conf, msg.secret)
-        except ValueError as e:  # a job's bad setting must fail the job, not leave it unanswered
-            self.early_failure = JobExecutionException(
-                self.job_id, f"Job '{sub.job_name}' ({self.job_id}) failed: invalid network configuration: {e}")
-            self.early_failure.__cause__ = e
-            self._report()
-            return
-        try:  # checked here, so that a bad value fails the job before any task process runs
-            parse_gc_thresholds(conf.get(ConfigOptions.TASK_GC_THRESHOLDS))
+            what = "configuration"
+            parse_gc_thresholds(conf.get(ConfigOptions.TASK_GC_THRESHOLDS))  # applied by each task process
         except ValueError as e:
             self.early_failure = JobExecutionException(
-                self.job_id, f"Job '{sub.job_name}' ({self.job_id}) failed: invalid configuration: {e}")
+                self.job_id, f"Job '{sub.job_name}' ({self.job_id}) failed: invalid {what}: {e}")
             self.early_failure.__cause__ = e
             self._report()
             return

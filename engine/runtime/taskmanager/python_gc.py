@@ -17,7 +17,7 @@ never changes its collector.
 from __future__ import annotations
 
 import gc
-from typing import Optional, Tuple
+from typing import Tuple
 
 __all__ = ["parse_gc_thresholds", "apply_gc_thresholds", "CPYTHON_DEFAULT_GC_THRESHOLDS"]
 
@@ -67,12 +67,12 @@ def _threshold(part) -> int:
     return int(part)
 
 
-def apply_gc_thresholds(thresholds: Optional[Tuple[int, ...]]) -> Tuple[int, int, int]:
-    """Set the collector's thresholds (``None``: leave them); returns the previous ones.
+def apply_gc_thresholds(thresholds: Tuple[int, ...]) -> Tuple[int, int, int]:
+    """Set the collector's thresholds (as :func:`parse_gc_thresholds` returns them); returns
+    the previous ones.
 
     :raises OverflowError, ValueError: for values :func:`parse_gc_thresholds` refuses.
     """
     previous = gc.get_threshold()
-    if thresholds is not None:
-        gc.set_threshold(*thresholds)
+    gc.set_threshold(*thresholds)
     return previous

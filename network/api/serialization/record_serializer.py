@@ -112,6 +112,22 @@ class SpanningRecordSerializer:
                 return compressed, True
         return payload, False
 
+    def serialize_into(self, buffer) -> None:
+        """Serialize a :class:`~rill.network.buffer.buffer.Buffer`'s records into its
+        ``serialized`` field: ``(payload, compressed, number_of_records)``, the records then
+        dropped (freed on the calling thread); or, if serializing fails, the exception (a
+        ``PayloadTooLargeError`` or ``ValueSerializationError``), the records kept, so the
+        sender can fail the channel naming them. Never raises for the records' sake."""
+        values = buffer.values
+        try:
+            payload, compressed = self.serialize_buffer(values, buffer.timestamps)
+        except Exception as error:  # noqa: BLE001 - reported by the sender, with the channel
+            buffer.serialized = error
+            return
+        buffer.serialized = (payload, compressed, len(values))
+        buffer.values = []
+        buffer.timestamps = None
+
     def serialize_event(self, event: Any) -> bytes:
         """Serialize an event (one frame, never compressed, never split).
 

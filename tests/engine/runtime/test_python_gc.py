@@ -46,7 +46,7 @@ def test_apply_sets_them_and_returns_the_previous_ones():
     try:
         assert apply_gc_thresholds((1234, 5)) == before
         assert gc.get_threshold() == (1234, 5, before[2])
-        assert apply_gc_thresholds(None) == (1234, 5, before[2])
-        assert gc.get_threshold() == (1234, 5, before[2])
+        assert apply_gc_thresholds((700, 10, 10)) == (1234, 5, before[2])
+        assert gc.get_threshold() == (700, 10, 10)
     finally:
         gc.set_threshold(*before)

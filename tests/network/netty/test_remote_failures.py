@@ -96,9 +96,10 @@ class FakeServer:
         return found
 
     @staticmethod
-    def buffer(receiver: bytes, sequence: int, values, backlog: int = 0) -> bytes:
+    def buffer(receiver: bytes, sequence: int, values, backlog: int = 0, buffers: int = 1) -> bytes:
+        """One BufferResponse of ``values``' payload that says it carries ``buffers`` segments."""
         payload, _ = SpanningRecordSerializer().serialize_buffer(values, None)
-        return FakeServer.raw(receiver, sequence, messages.FLAG_LAST_SEGMENT, payload, backlog)
+        return FakeServer.raw(receiver, sequence, messages.FLAG_LAST_SEGMENT, payload, backlog, buffers)
 
     @staticmethod
     def event(receiver: bytes, sequence: int, event) -> bytes:
@@ -106,8 +107,8 @@ class FakeServer:
         return FakeServer.raw(receiver, sequence, messages.FLAG_EVENT | messages.FLAG_LAST_SEGMENT, payload)
 
     @staticmethod
-    def raw(receiver: bytes, sequence: int, flags: int, payload: bytes, backlog: int = 0) -> bytes:
-        header = messages.encode_buffer_response_header(receiver, sequence, backlog, flags, len(payload))
+    def raw(receiver: bytes, sequence: int, flags: int, payload: bytes, backlog: int = 0, buffers: int = 1) -> bytes:
+        header = messages.encode_buffer_response_header(receiver, sequence, backlog, flags, len(payload), buffers)
         return header + payload
 
     def close(self) -> None:
@@ -130,12 +131,18 @@ def two_channels(client, address, name="sink"):
     return channels, [GateReader(gate) for gate in gates]
 
 
-def test_a_corrupt_payload_fails_only_its_channel(network, fake_server):
-    client = network()
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
+def two_channels_on_the_fake_server(network, fake_server, **client_settings):
+    """Two channels of a fresh client, connected to ``fake_server`` through the handshake with
+    both PartitionRequests read: ``(channels, readers, conn, initial credit per receiver id)``."""
+    channels, readers = two_channels(network(**client_settings), fake_server.address)
     conn = fake_server.accept()
     fake_server.handshake(conn)
-    assert fake_server.requests(conn, 2) == {x.receiver_id: 2, y.receiver_id: 2}
+    return channels, readers, conn, fake_server.requests(conn, 2)
+
+
+def test_a_corrupt_payload_fails_only_its_channel(network, fake_server):
+    (x, y), (rx, ry), conn, credits = two_channels_on_the_fake_server(network, fake_server)
+    assert credits == {x.receiver_id: 2, y.receiver_id: 2}
     conn.sendall(FakeServer.buffer(x.receiver_id, 0, [1, 2])
                  + FakeServer.raw(x.receiver_id, 1, messages.FLAG_LAST_SEGMENT, b"\x09garbage")
                  + FakeServer.buffer(y.receiver_id, 0, ["a"]) + FakeServer.buffer(y.receiver_id, 1, ["b"])
@@ -164,11 +171,7 @@ def test_a_corrupt_payload_fails_only_its_channel(network, fake_server):
     ids=["unknown type", "oversized length", "short header"],
 )
 def test_a_corrupt_frame_fails_every_channel_of_the_connection(network, fake_server, frame, expected):
-    client = network()
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
-    conn = fake_server.accept()
-    fake_server.handshake(conn)
-    fake_server.requests(conn, 2)
+    (x, y), (rx, ry), conn, _ = two_channels_on_the_fake_server(network, fake_server)
     conn.sendall(FakeServer.buffer(y.receiver_id, 0, ["before"]) + frame)
     for index, reader in enumerate((rx, ry)):
         with pytest.raises(RemoteTransportError, match=expected) as info:
@@ -177,17 +180,13 @@ def test_a_corrupt_frame_fails_every_channel_of_the_connection(network, fake_ser
         assert f"remote input channel 0 of gate {index} of 'sink ({index + 1}/2)'" in str(info.value)
         assert f"subpartition {index} of partition p{index}@a" in str(info.value)
     assert ry.streams == [[("record", "before", None)]]
-    wait_until(lambda: client.connection_statistics() == (), "the connection is gone")
+    wait_until(lambda: x.connection_manager.connection_statistics() == (), "the connection is gone")
     rx.gate.close()
     ry.gate.close()
 
 
 def test_a_truncated_frame_then_disconnect_names_the_truncation(network, fake_server):
-    client = network()
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
-    conn = fake_server.accept()
-    fake_server.handshake(conn)
-    fake_server.requests(conn, 2)
+    (x, y), (rx, ry), conn, _ = two_channels_on_the_fake_server(network, fake_server)
     whole = FakeServer.buffer(x.receiver_id, 0, list(range(100)))
     conn.sendall(whole[:40])
     conn.close()
@@ -198,11 +197,7 @@ def test_a_truncated_frame_then_disconnect_names_the_truncation(network, fake_se
 
 
 def test_a_sender_ignoring_credit_is_a_protocol_error(network, fake_server):
-    client = network()
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
-    conn = fake_server.accept()
-    fake_server.handshake(conn)
-    fake_server.requests(conn, 2)
+    (x, y), (rx, ry), conn, _ = two_channels_on_the_fake_server(network, fake_server)
     conn.sendall(b"".join(FakeServer.buffer(x.receiver_id, i, [i]) for i in range(3)))
     rx.read_until(lambda: len(rx.streams[0]) == 2, recycle=False)  # 2 credits: fine so far
     with pytest.raises(RemoteTransportError, match="a data frame arrived without credit") as info:
@@ -213,24 +208,13 @@ def test_a_sender_ignoring_credit_is_a_protocol_error(network, fake_server):
     ry.gate.close()
 
 
-def several(receiver: bytes, sequence: int, buffers: int, values, backlog: int = 0) -> bytes:
-    """One BufferResponse that says it carries ``buffers`` segments of ``values``' payload."""
-    payload, _ = SpanningRecordSerializer().serialize_buffer(values, None)
-    header = messages.encode_buffer_response_header(receiver, sequence, backlog, messages.FLAG_LAST_SEGMENT,
-                                                    len(payload), buffers)
-    return header + payload
-
-
 def test_a_frame_of_several_buffers_takes_a_credit_and_a_sequence_number_per_buffer(network, fake_server):
-    client = network()
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
-    conn = fake_server.accept()
-    fake_server.handshake(conn)
-    assert fake_server.requests(conn, 2) == {x.receiver_id: 2, y.receiver_id: 2}
+    (x, y), (rx, ry), conn, credits = two_channels_on_the_fake_server(network, fake_server)
+    assert credits == {x.receiver_id: 2, y.receiver_id: 2}
     # 2 buffers with 2 credits. The first is free at once (copied into the reassembly buffer)
     # and reported a backlog of 1 (the second), for which a floating buffer is requested: one
     # AddCredit of 2. The next frame is number 2 (1 would be a reordering).
-    conn.sendall(several(x.receiver_id, 0, 2, list(range(100))))
+    conn.sendall(FakeServer.buffer(x.receiver_id, 0, list(range(100)), buffers=2))
     frame = memoryview(read_frame(conn))
     assert messages.decode_add_credit(frame) == (x.receiver_id, 2)
     conn.sendall(FakeServer.buffer(x.receiver_id, 2, ["next"]))
@@ -239,7 +223,7 @@ def test_a_frame_of_several_buffers_takes_a_credit_and_a_sequence_number_per_buf
     stats = x.statistics()
     assert (stats.segments_received, stats.buffers_received) == (3, 2)
     # the other channel: 3 buffers announced in one frame, with 2 credits
-    conn.sendall(several(y.receiver_id, 0, 3, ["too many"]))
+    conn.sendall(FakeServer.buffer(y.receiver_id, 0, ["too many"], buffers=3))
     with pytest.raises(RemoteTransportError, match="a data frame arrived without credit") as info:
         ry.poll()
     assert "remote input channel 0 of gate 1 of 'sink (2/2)'" in str(info.value)
@@ -253,12 +237,9 @@ def test_a_frame_of_several_buffers_takes_a_credit_and_a_sequence_number_per_buf
 
 @pytest.mark.parametrize("buffers", [0, 10_000], ids=["no buffer", "more buffers than bytes"])
 def test_a_frame_with_an_impossible_buffer_count_fails_its_channel(network, fake_server, buffers):
-    client = network()
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
-    conn = fake_server.accept()
-    fake_server.handshake(conn)
-    fake_server.requests(conn, 2)
-    conn.sendall(FakeServer.buffer(x.receiver_id, 0, ["intact"]) + several(x.receiver_id, 1, buffers, ["bad"])
+    (x, y), (rx, ry), conn, _ = two_channels_on_the_fake_server(network, fake_server)
+    conn.sendall(FakeServer.buffer(x.receiver_id, 0, ["intact"])
+                 + FakeServer.buffer(x.receiver_id, 1, ["bad"], buffers=buffers)
                  + FakeServer.buffer(y.receiver_id, 0, ["other"]))
     rx.take(rx.poll())
     with pytest.raises(RemoteTransportError, match=rf"a data frame of \d+ bytes announced {buffers} buffers"):
@@ -271,12 +252,8 @@ def test_a_frame_with_an_impossible_buffer_count_fails_its_channel(network, fake
 
 
 def test_several_buffers_in_one_frame_need_flow_control(network, fake_server):
-    client = network(flow_control=False)
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
-    conn = fake_server.accept()
-    fake_server.handshake(conn)
-    fake_server.requests(conn, 2)
-    conn.sendall(several(x.receiver_id, 0, 2, ["two"]))
+    (x, y), (rx, ry), conn, _ = two_channels_on_the_fake_server(network, fake_server, flow_control=False)
+    conn.sendall(FakeServer.buffer(x.receiver_id, 0, ["two"], buffers=2))
     with pytest.raises(RemoteTransportError, match="more than 1 only with credit-based flow control"):
         rx.poll()
     rx.gate.close()
@@ -284,11 +261,7 @@ def test_several_buffers_in_one_frame_need_flow_control(network, fake_server):
 
 
 def test_out_of_order_buffers_are_detected(network, fake_server):
-    client = network()
-    (x, y), (rx, ry) = two_channels(client, fake_server.address)
-    conn = fake_server.accept()
-    fake_server.handshake(conn)
-    fake_server.requests(conn, 2)
+    (x, y), (rx, ry), conn, _ = two_channels_on_the_fake_server(network, fake_server)
     conn.sendall(FakeServer.buffer(x.receiver_id, 1, ["skipped 0"]))
     with pytest.raises(RemoteTransportError, match="buffer reordering: expected sequence number 0, received 1"):
         rx.poll()
