@@ -28,13 +28,21 @@ moves them one ms inwards). How it works, as Flink:
 The join needs event time: an element without timestamp raises ``ValueError`` naming the
 operator, the side and the value (Flink raises on ``Long.MIN_VALUE`` timestamps).
 
-Rill difference: within one buffered timestamp the other side's elements are joined in arrival
-order, and buckets in insertion order (Flink: the state backend's map order).
+Rill difference, for speed: Flink probes by iterating every buffered timestamp of the other
+side's key, so a probe costs O(buffered timestamps) and an input that runs ahead of the other
+(its whole history buffered while the watermark waits) makes the join quadratic. Rill keeps,
+next to each side's ``MapState``, a per-key sorted list of its buffered timestamps (its
+*index*, not state: it is rebuilt from the ``MapState`` for a key the operator has not seen
+since ``open``, e.g. after a restore), found with ``bisect``: a probe costs
+O(log n + matches), a cleanup O(log n + the key's buckets moved). Outputs are the same pairs;
+within one arriving element they come in timestamp order of the other side's buckets and,
+within a bucket, in arrival order (Flink: the state backend's map order).
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from bisect import bisect_left, bisect_right, insort
+from typing import Any, Dict, List, Optional
 
 from rill.common.time import to_milliseconds  # noqa: F401 - re-exported: the join API converts bounds with it
 from rill.datastream.co_functions import ProcessJoinFunction
@@ -132,9 +140,22 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
         self._left_buffer = backend.get_or_create_keyed_state(MapStateDescriptor(self.LEFT_BUFFER))
         self._right_buffer = backend.get_or_create_keyed_state(MapStateDescriptor(self.RIGHT_BUFFER))
         self._timers = context.timer_service_manager.get_internal_timer_service(self.CLEANUP_TIMER_NAME, self)
+        #: per side, key -> sorted buffered timestamps of that key (derived from the buffers)
+        self._left_index: Dict[Any, List[int]] = {}
+        self._right_index: Dict[Any, List[int]] = {}
+        self._get_key = backend.get_current_key
         self._ctx = _JoinContext()
         self._join = self.user_function.process_element
         super().open()
+
+    @staticmethod
+    def _timestamps(index: Dict[Any, List[int]], buffer: Any, key: Any) -> List[int]:
+        """The current key's sorted buffered timestamps of one side (built from ``buffer``, the
+        side's ``MapState`` bound to that key, the first time the key is seen)."""
+        timestamps = index.get(key)
+        if timestamps is None:
+            timestamps = index[key] = sorted(buffer.keys())
+        return timestamps
 
     # -- input --------------------------------------------------------------------------------
     def process_batch1(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
@@ -146,13 +167,16 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
     def _process_batch(self, values: List[Any], timestamps: Optional[List[int]], is_left: bool) -> None:
         if is_left:
             key_of, ours, other = self._key_of1, self._left_buffer, self._right_buffer
+            our_index, other_index = self._left_index, self._right_index
             rel_lower, rel_upper = self.lower_bound, self.upper_bound
             namespace, late_tag = self.CLEANUP_NAMESPACE_LEFT, self.left_late_data_output_tag
         else:
             key_of, ours, other = self._key_of2, self._right_buffer, self._left_buffer
+            our_index, other_index = self._right_index, self._left_index
             rel_lower, rel_upper = -self.upper_bound, -self.lower_bound
             namespace, late_tag = self.CLEANUP_NAMESPACE_RIGHT, self.right_late_data_output_tag
         set_key = self._set_key
+        timestamps_of = self._timestamps
         timers = self._timers
         out: List[Any] = []
         out_ts: List[int] = []
@@ -165,18 +189,20 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
                     if late_tag is not None:
                         self.output.collect_side(late_tag, value, t)
                     continue
-                set_key(key_of(value))
+                key = key_of(value)
+                set_key(key)
                 bucket = ours.get(t)
                 if bucket is None:
+                    ours_ts = timestamps_of(our_index, ours, key)
                     ours.put(t, [value])
+                    insort(ours_ts, t)
                 else:
                     bucket.append(value)
                     ours.put(t, bucket)
+                other_ts = timestamps_of(other_index, other, key)
                 low, high = t + rel_lower, t + rel_upper
-                for other_t, elements in other.items():
-                    if other_t < low or other_t > high:
-                        continue
-                    for element in elements:
+                for other_t in other_ts[bisect_left(other_ts, low):bisect_right(other_ts, high)]:
+                    for element in other.get(other_t):
                         if is_left:
                             self._collect(value, element, t, other_t, out, out_ts)
                         else:
@@ -213,11 +239,25 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
         """Drop the bucket whose elements can no longer join (the timer's key is current)."""
         t = timer.timestamp
         if timer.namespace == self.CLEANUP_NAMESPACE_LEFT:
-            self._left_buffer.remove(t if self.upper_bound <= 0 else t - self.upper_bound)
+            self._remove_bucket(self._left_index, self._left_buffer,
+                                t if self.upper_bound <= 0 else t - self.upper_bound)
         elif timer.namespace == self.CLEANUP_NAMESPACE_RIGHT:
-            self._right_buffer.remove(t + self.lower_bound if self.lower_bound <= 0 else t)
+            self._remove_bucket(self._right_index, self._right_buffer,
+                                t + self.lower_bound if self.lower_bound <= 0 else t)
         else:  # pragma: no cover - only the two namespaces are ever registered
             raise RuntimeError(f"Invalid namespace {timer.namespace!r} of interval join cleanup timer")
+
+    def _remove_bucket(self, index: Dict[Any, List[int]], buffer: Any, t: int) -> None:
+        """Drop the current key's bucket ``t`` from a side's buffer and from its index (a key
+        whose last bucket goes leaves the index too)."""
+        key = self._get_key()
+        timestamps = self._timestamps(index, buffer, key)
+        buffer.remove(t)
+        i = bisect_left(timestamps, t)
+        if i < len(timestamps) and timestamps[i] == t:  # several timers may name one bucket
+            del timestamps[i]
+        if not timestamps:
+            del index[key]
 
     def on_processing_time(self, timer: InternalTimer) -> None:
         """The join registers no processing-time timers (as Flink: nothing to do)."""
