@@ -41,6 +41,7 @@ within a bucket, in arrival order (Flink: the state backend's map order).
 
 from __future__ import annotations
 
+import logging
 from bisect import bisect_left, bisect_right, insort
 from typing import Any, Dict, List, Optional
 
@@ -52,6 +53,8 @@ from rill.operators.timer_service import InternalTimer, Triggerable
 from rill.state.descriptors import MapStateDescriptor
 
 __all__ = ["IntervalJoinOperator", "to_milliseconds"]
+
+log = logging.getLogger(__name__)
 
 
 
@@ -143,6 +146,9 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
         #: per side, key -> sorted buffered timestamps of that key (derived from the buffers)
         self._left_index: Dict[Any, List[int]] = {}
         self._right_index: Dict[Any, List[int]] = {}
+        #: buffered (key, timestamp) buckets per side now, and the most there ever were
+        self.buffered_buckets = [0, 0]
+        self.peak_buffered_buckets = [0, 0]
         self._get_key = backend.get_current_key
         self._ctx = _JoinContext()
         self._join = self.user_function.process_element
@@ -196,6 +202,7 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
                     ours_ts = timestamps_of(our_index, ours, key)
                     ours.put(t, [value])
                     insort(ours_ts, t)
+                    self._count_bucket(0 if is_left else 1, 1)
                 else:
                     bucket.append(value)
                     ours.put(t, bucket)
@@ -239,15 +246,15 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
         """Drop the bucket whose elements can no longer join (the timer's key is current)."""
         t = timer.timestamp
         if timer.namespace == self.CLEANUP_NAMESPACE_LEFT:
-            self._remove_bucket(self._left_index, self._left_buffer,
+            self._remove_bucket(0, self._left_index, self._left_buffer,
                                 t if self.upper_bound <= 0 else t - self.upper_bound)
         elif timer.namespace == self.CLEANUP_NAMESPACE_RIGHT:
-            self._remove_bucket(self._right_index, self._right_buffer,
+            self._remove_bucket(1, self._right_index, self._right_buffer,
                                 t + self.lower_bound if self.lower_bound <= 0 else t)
         else:  # pragma: no cover - only the two namespaces are ever registered
             raise RuntimeError(f"Invalid namespace {timer.namespace!r} of interval join cleanup timer")
 
-    def _remove_bucket(self, index: Dict[Any, List[int]], buffer: Any, t: int) -> None:
+    def _remove_bucket(self, side: int, index: Dict[Any, List[int]], buffer: Any, t: int) -> None:
         """Drop the current key's bucket ``t`` from a side's buffer and from its index (a key
         whose last bucket goes leaves the index too)."""
         key = self._get_key()
@@ -256,8 +263,23 @@ class IntervalJoinOperator(AbstractUdfTwoInputStreamOperator, Triggerable):
         i = bisect_left(timestamps, t)
         if i < len(timestamps) and timestamps[i] == t:  # several timers may name one bucket
             del timestamps[i]
+            self._count_bucket(side, -1)
         if not timestamps:
             del index[key]
+
+    def _count_bucket(self, side: int, delta: int) -> None:
+        n = self.buffered_buckets[side] = self.buffered_buckets[side] + delta
+        if n > self.peak_buffered_buckets[side]:
+            self.peak_buffered_buckets[side] = n
+
+    def close(self) -> None:
+        """Logs (DEBUG, logger ``rill.operators.interval_join``) the most (key, timestamp)
+        buckets each side ever buffered in this subtask: how large the join's state grew,
+        which watermark alignment bounds (``bench.interval_join`` reads it)."""
+        if hasattr(self, "peak_buffered_buckets"):
+            log.debug("%s: peak buffered buckets left=%d right=%d", self.context.task_name,
+                      *self.peak_buffered_buckets)
+        super().close()
 
     def on_processing_time(self, timer: InternalTimer) -> None:
         """The join registers no processing-time timers (as Flink: nothing to do)."""

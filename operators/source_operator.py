@@ -11,6 +11,7 @@ import enum
 from typing import Any, Iterator, List, Optional
 
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
+from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks, TimestampsAndWatermarks
 from rill.runtime.streamrecord import MAX_WATERMARK
 
 __all__ = ["SourceOperator", "InputStatus"]
@@ -24,7 +25,7 @@ class InputStatus(enum.Enum):
     END_OF_INPUT = "END_OF_INPUT"
 
 
-class SourceOperator(AbstractStreamOperator):
+class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
     """Pulls splits from the job's ``SourceCoordinator`` (``context.operator_coordinator``) and
     reads them with the source's reader, one batch per :meth:`emit_next`.
 
@@ -59,12 +60,12 @@ class SourceOperator(AbstractStreamOperator):
     def open(self) -> None:
         strategy = self.watermark_strategy
         if strategy is not None and not (strategy.is_no_watermarks and strategy.get_timestamp_assigner() is None):
-            from rill.operators.watermark.timestamps_and_watermarks import TimestampsAndWatermarks  # noqa: PLC0415
             ctx = self.context
             self._timestamps_and_watermarks = TimestampsAndWatermarks(strategy, ctx.operator_name)
             self._timestamps_and_watermarks.open(self.output, ctx.processing_time_service,
                                                  ctx.auto_watermark_interval_ms)
         self._reader = self.source.create_reader()
+        self._reader.batch_size = self.context.records_per_batch
         self._reader.open(self.context.subtask_index, self.context.parallelism)
 
     @property

@@ -33,11 +33,12 @@ from __future__ import annotations
 
 import abc
 import inspect
+from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
 from rill.common.time import Duration
 
-__all__ = ["WatermarkStrategy", "TimestampAssigner"]
+__all__ = ["WatermarkStrategy", "TimestampAssigner", "WatermarkAlignmentParams"]
 
 # Generator interfaces live with the runtime (rill.operators.watermark) and are imported lazily
 # here so that rill.common never imports rill.operators at import time.
@@ -133,6 +134,22 @@ class _BuiltinGenerator:
         return "no_watermarks()"
 
 
+@dataclass(frozen=True)
+class WatermarkAlignmentParams:
+    """What ``with_watermark_alignment`` set (Flink's ``WatermarkAlignmentParams``, FLIP-182).
+
+    :ivar watermark_group: sources with the same group are aligned with each other.
+    :ivar max_allowed_watermark_drift_ms: how far (ms) a source's watermark may run ahead of the
+        group's minimum before the source stops reading.
+    :ivar update_interval_ms: how often (ms) each source subtask reports its watermark and
+        learns the group's minimum (Flink's default: 1000).
+    """
+
+    watermark_group: str
+    max_allowed_watermark_drift_ms: int
+    update_interval_ms: int = 1000
+
+
 class WatermarkStrategy:
     """How to assign timestamps and generate watermarks (PyFlink's ``WatermarkStrategy``).
 
@@ -141,11 +158,13 @@ class WatermarkStrategy:
 
     def __init__(self, generator_supplier: Callable[..., Any], supplier_takes_context: bool,
                  timestamp_assigner: Optional[TimestampAssigner] = None,
-                 idle_timeout_ms: Optional[int] = None):
+                 idle_timeout_ms: Optional[int] = None,
+                 alignment: Optional[WatermarkAlignmentParams] = None):
         self._generator_supplier = generator_supplier
         self._supplier_takes_context = supplier_takes_context
         self._timestamp_assigner = timestamp_assigner
         self._idle_timeout_ms = idle_timeout_ms
+        self._alignment = alignment
 
     # -- factories -----------------------------------------------------------------------
     @staticmethod
@@ -228,7 +247,7 @@ class WatermarkStrategy:
                 f"(value, record_timestamp) -> int, got {timestamp_assigner!r}"
             )
         return WatermarkStrategy(self._generator_supplier, self._supplier_takes_context, assigner,
-                                 self._idle_timeout_ms)
+                                 self._idle_timeout_ms, self._alignment)
 
     def with_idleness(self, idle_timeout: Duration) -> "WatermarkStrategy":
         """A copy whose generator marks the stream idle after ``idle_timeout`` of processing
@@ -244,7 +263,46 @@ class WatermarkStrategy:
             raise ValueError(f"WatermarkStrategy.with_idleness: the idle timeout must be greater than "
                              f"zero, got {ms} ms")
         return WatermarkStrategy(self._generator_supplier, self._supplier_takes_context,
-                                 self._timestamp_assigner, ms)
+                                 self._timestamp_assigner, ms, self._alignment)
+
+    def with_watermark_alignment(self, watermark_group: str, max_allowed_watermark_drift: Duration,
+                                 update_interval: Optional[Duration] = None) -> "WatermarkStrategy":
+        """A copy whose sources keep their watermarks within ``max_allowed_watermark_drift`` of
+        the slowest source of ``watermark_group`` (PyFlink's ``with_watermark_alignment``,
+        FLIP-182 / FLIP-217): every ``update_interval`` (default 1 s) each source subtask
+        reports its current watermark to the JobMaster, which answers with the group's minimum;
+        a subtask whose watermark is more than the drift ahead of it stops reading (its time
+        counts as back-pressured) until the minimum catches up. Idle and finished subtasks do
+        not hold the group back. Sources of one group may be different sources of one job
+        (the two inputs of a join, say).
+
+        Sources only: give the strategy to ``env.from_source(source, strategy, name)``, or to
+        ``assign_timestamps_and_watermarks`` right after a source (Rill then aligns that
+        source; Flink ignores alignment there).
+
+        :raises TypeError: if the group is not a non-empty ``str`` or a duration not a ``Duration``.
+        :raises ValueError: if the drift is negative or the update interval not positive.
+        """
+        if not isinstance(watermark_group, str) or not watermark_group:
+            raise TypeError(f"WatermarkStrategy.with_watermark_alignment: the watermark group must be a "
+                            f"non-empty str, got {watermark_group!r}")
+        drift = _duration_ms(max_allowed_watermark_drift, "WatermarkStrategy.with_watermark_alignment")
+        if drift < 0:
+            raise ValueError(f"WatermarkStrategy.with_watermark_alignment: the max allowed watermark drift "
+                             f"must not be negative, got {drift} ms")
+        interval = 1000 if update_interval is None else _duration_ms(
+            update_interval, "WatermarkStrategy.with_watermark_alignment")
+        if interval <= 0:
+            raise ValueError(f"WatermarkStrategy.with_watermark_alignment: the update interval must be "
+                             f"greater than zero, got {interval} ms")
+        return WatermarkStrategy(self._generator_supplier, self._supplier_takes_context,
+                                 self._timestamp_assigner, self._idle_timeout_ms,
+                                 WatermarkAlignmentParams(watermark_group, drift, interval))
+
+    def get_alignment_parameters(self) -> Optional[WatermarkAlignmentParams]:
+        """The alignment ``with_watermark_alignment`` set, or ``None`` (Flink:
+        ``WATERMARK_ALIGNMENT_DISABLED``)."""
+        return self._alignment
 
     # -- used by the runtime -----------------------------------------------------------------
     @property
@@ -286,4 +344,8 @@ class WatermarkStrategy:
             parts.append(f"with_timestamp_assigner({self._timestamp_assigner!r})")
         if self._idle_timeout_ms is not None:
             parts.append(f"with_idleness(Duration.of_millis({self._idle_timeout_ms}))")
+        a = self._alignment
+        if a is not None:
+            parts.append(f"with_watermark_alignment({a.watermark_group!r}, Duration.of_millis("
+                         f"{a.max_allowed_watermark_drift_ms}), Duration.of_millis({a.update_interval_ms}))")
         return ".".join(parts)

@@ -18,6 +18,7 @@ from rill.graph.transformations import (
     PhysicalTransformation,
     SideOutputTransformation,
     SinkTransformation,
+    SourceTransformation,
     Transformation,
     UnionTransformation,
 )
@@ -175,9 +176,12 @@ class DataStream(_OperatorSettings):
         ``WatermarkStrategy``), in an operator named "Timestamps/Watermarks" that runs with
         the input's parallelism and chains to it (PyFlink's
         ``assign_timestamps_and_watermarks``). Watermarks from upstream are dropped, except
-        the end-of-input one.
+        the end-of-input one. A strategy ``with_watermark_alignment`` aligns the source this
+        stream comes straight from (the operator chains to it).
 
         :raises TypeError: if ``watermark_strategy`` is not a ``WatermarkStrategy``.
+        :raises ValueError: for a strategy with watermark alignment on a stream that is not a
+            source's.
         """
         from rill.common.watermark_strategy import WatermarkStrategy  # noqa: PLC0415
         from rill.operators.watermark import TimestampsAndWatermarksOperator  # noqa: PLC0415
@@ -185,7 +189,16 @@ class DataStream(_OperatorSettings):
             raise TypeError(
                 f"assign_timestamps_and_watermarks expects a WatermarkStrategy, got {watermark_strategy!r}"
             )
+        if (watermark_strategy.get_alignment_parameters() is not None
+                and not isinstance(self._transformation, SourceTransformation)):
+            raise ValueError(
+                f"assign_timestamps_and_watermarks after '{self._transformation.name}': watermark alignment "
+                "pauses sources, so a strategy with_watermark_alignment must be given to "
+                "env.from_source(source, strategy, name) or assigned right after a source"
+            )
         env = self._env
+        if watermark_strategy.get_alignment_parameters() is not None:
+            self._transformation.watermark_alignment = watermark_strategy.get_alignment_parameters()
         t = OneInputTransformation(env._new_id(), "Timestamps/Watermarks",
                                    SimpleOperatorFactory(TimestampsAndWatermarksOperator(watermark_strategy)),
                                    self._transformation, self._transformation.parallelism,

@@ -196,6 +196,8 @@ class StreamExecutionEnvironment:
         operator = SourceOperator(source, watermark_strategy)
         t = SourceTransformation(self._new_id(), source_name, SimpleOperatorFactory(operator),
                                  source, -1, type_info)
+        if watermark_strategy is not None:
+            t.watermark_alignment = watermark_strategy.get_alignment_parameters()
         if source.non_parallel:
             t.set_parallelism(1)
             t.set_max_parallelism(1)

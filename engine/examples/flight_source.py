@@ -25,8 +25,6 @@ __all__ = ["ScheduledFlightsSource", "Departure", "parse_departure"]
 # (origin, carrier, flight number, scheduled departure ms, actual departure ms or None, dep_delay or None)
 Departure = Tuple[str, str, int, int, Optional[int], Optional[int]]
 
-_BATCH = 1024
-
 
 def parse_departure(line: str) -> Departure:
     """One flights.csv line → a Departure. Times are the airports' local wall-clock time
@@ -68,8 +66,9 @@ class _Reader(SourceReader):
             return int(fields[2]), int(fields[4]), pos
 
         ordered = [line for _, line in sorted(enumerate(lines), key=board_order)]
-        for i in range(0, len(ordered), _BATCH):
-            yield ordered[i:i + _BATCH]
+        step = self.batch_size
+        for i in range(0, len(ordered), step):
+            yield ordered[i:i + step]
 
 
 class ScheduledFlightsSource(Source):

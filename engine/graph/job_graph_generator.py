@@ -190,6 +190,7 @@ class StreamingJobGraphGenerator:
                 output_type=node.output_type,
                 is_source=node.is_source,
                 source=node.source,
+                watermark_alignment=node.watermark_alignment,
             )
         self.job_vertices[start_id] = vertex
         self.built_vertices.add(start_id)

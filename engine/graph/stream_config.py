@@ -46,6 +46,8 @@ class StreamConfig:
         record, -1 only when a buffer is full).
     :param output_type: type information of the produced records, if known.
     :param is_source: the operator is a source; ``source`` is the Source object.
+    :param watermark_alignment: for a source whose strategy (or the strategy assigned right
+        after it) was built ``with_watermark_alignment``, its ``WatermarkAlignmentParams``.
     """
 
     vertex_id: str
@@ -68,6 +70,7 @@ class StreamConfig:
     output_type: Any = None
     is_source: bool = False
     source: Any = None
+    watermark_alignment: Any = None
 
     def is_keyed(self) -> bool:
         return self.state_key_selector is not None or self.state_key_selector2 is not None

@@ -101,6 +101,7 @@ class StreamNode:
     is_source: bool = False
     is_sink: bool = False
     source: Any = None
+    watermark_alignment: Any = None  # WatermarkAlignmentParams of an aligned source
     operator_description: Optional[str] = None
     job_vertex_class: str = ONE_INPUT_TASK
 

@@ -183,6 +183,7 @@ class StreamGraphGenerator:
             is_source=isinstance(t, SourceTransformation),
             is_sink=isinstance(t, SinkTransformation),
             source=getattr(t, "source", None),
+            watermark_alignment=getattr(t, "watermark_alignment", None),
             operator_description=t.description,
             job_vertex_class=vertex_class,
         )

@@ -137,6 +137,8 @@ class SourceTransformation(PhysicalTransformation):
     def __init__(self, id, name, operator_factory, source, parallelism=-1, output_type=None):
         super().__init__(id, name, operator_factory, parallelism, output_type)
         self.source = source
+        #: ``WatermarkAlignmentParams`` when the source's watermarks are aligned (FLIP-182)
+        self.watermark_alignment = None
 
 
 class OneInputTransformation(PhysicalTransformation):

@@ -76,6 +76,8 @@ class TaskDeploymentDescriptor:
     :param records_per_buffer: records per local network buffer.
     :param slot_index: the slot (of the TaskExecutor the JobMaster deploys to) it runs in.
     :param auto_watermark_interval_ms: periodic watermark interval (ms; 0: none).
+    :param source_batch_size: records a source emits per mailbox action
+        (``rill.source.batch-size``).
 
     The other fields name the job, the subtask and its attempt, and list its produced
     partitions and consumed gates.
@@ -98,6 +100,7 @@ class TaskDeploymentDescriptor:
     floating_buffers_per_gate: int = 8
     slot_index: int = 0
     auto_watermark_interval_ms: int = 200
+    source_batch_size: int = 1024
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -59,6 +59,18 @@ class GeneratorContext:
         return self._clock
 
 
+class GeneratesWatermarks:
+    """An operator that assigns timestamps and generates watermarks itself (``SourceOperator``
+    with a strategy, ``TimestampsAndWatermarksOperator``): a source task finds the one whose
+    strategy asks for watermark alignment through this interface."""
+
+    @property
+    def timestamps_and_watermarks(self) -> Optional["TimestampsAndWatermarks"]:
+        """The operator's :class:`TimestampsAndWatermarks` once opened (``None`` before, or
+        when it generates none)."""
+        return self._timestamps_and_watermarks
+
+
 class TimestampsAndWatermarks:
     """Assigns timestamps and runs a watermark generator for one operator instance.
 
@@ -111,6 +123,13 @@ class TimestampsAndWatermarks:
     @property
     def watermark_output(self) -> WatermarkToDataOutput:
         return self._wm_output
+
+    def current_watermark(self) -> int:
+        """The greatest watermark emitted so far (ms), :data:`MAX_TIMESTAMP` while the output
+        is idle: what a source reports for watermark alignment (Flink reports idle as
+        ``Long.MAX_VALUE``)."""
+        wm_output = self._wm_output
+        return MAX_TIMESTAMP if wm_output.is_idle else wm_output.max_watermark_so_far
 
     # -- records ---------------------------------------------------------------------------
     def emit_batch(self, values: List[Any], timestamps: Optional[List[int]]) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
-from rill.operators.watermark.timestamps_and_watermarks import TimestampsAndWatermarks
+from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks, TimestampsAndWatermarks
 from rill.runtime.streamrecord import MAX_TIMESTAMP, Watermark, WatermarkStatus
 
 __all__ = ["TimestampsAndWatermarksOperator"]
 
 
-class TimestampsAndWatermarksOperator(AbstractStreamOperator):
+class TimestampsAndWatermarksOperator(AbstractStreamOperator, GeneratesWatermarks):
     """Assigns each record its timestamp with the strategy's timestamp assigner (which gets
     the record's previous timestamp, or ``None``, as ``record_timestamp``), shows it to the
     strategy's watermark generator and emits it with the new timestamp; calls the generator's
@@ -33,29 +33,29 @@ class TimestampsAndWatermarksOperator(AbstractStreamOperator):
 
     def __init__(self, watermark_strategy: Any):
         self.watermark_strategy = watermark_strategy
-        self._tw: Optional[TimestampsAndWatermarks] = None
+        self._timestamps_and_watermarks: Optional[TimestampsAndWatermarks] = None
 
     def open(self) -> None:
         ctx = self.context
-        self._tw = TimestampsAndWatermarks(self.watermark_strategy, ctx.operator_name)
-        self._tw.open(self.output, ctx.processing_time_service, ctx.auto_watermark_interval_ms)
+        self._timestamps_and_watermarks = TimestampsAndWatermarks(self.watermark_strategy, ctx.operator_name)
+        self._timestamps_and_watermarks.open(self.output, ctx.processing_time_service, ctx.auto_watermark_interval_ms)
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
-        self._tw.emit_batch([value], None if timestamp is None else [timestamp])
+        self._timestamps_and_watermarks.emit_batch([value], None if timestamp is None else [timestamp])
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
-        self._tw.emit_batch(values, timestamps)
+        self._timestamps_and_watermarks.emit_batch(values, timestamps)
 
     def process_watermark(self, watermark: Watermark) -> None:
         if watermark.timestamp == MAX_TIMESTAMP:
-            self._tw.emit_end_of_input()
+            self._timestamps_and_watermarks.emit_end_of_input()
 
     def process_watermark_status(self, status: WatermarkStatus) -> None:
         pass
 
     def finish(self) -> None:
-        self._tw.emit_periodic_watermark()
+        self._timestamps_and_watermarks.emit_periodic_watermark()
 
     def close(self) -> None:
-        if self._tw is not None:
-            self._tw.close()
+        if self._timestamps_and_watermarks is not None:
+            self._timestamps_and_watermarks.close()

@@ -9,9 +9,6 @@ from rill.datastream.connectors.source import Source, SourceReader, SourceSplit
 
 __all__ = ["CollectionSource", "NumberSequenceSource"]
 
-_BATCH = 1024
-
-
 @dataclass(frozen=True)
 class _RangeSplit(SourceSplit):
     start: int
@@ -26,9 +23,9 @@ class _CollectionReader(SourceReader):
         self._elements = elements
 
     def read(self, split: _RangeSplit) -> Iterator[List[Any]]:
-        els = self._elements
-        for i in range(split.start, split.end, _BATCH):
-            batch = list(els[i:min(i + _BATCH, split.end)])
+        els, step = self._elements, self.batch_size
+        for i in range(split.start, split.end, step):
+            batch = list(els[i:min(i + step, split.end)])
             self.progress_units += len(batch)
             yield batch
 
@@ -57,8 +54,9 @@ class CollectionSource(Source):
 
 class _SequenceReader(SourceReader):
     def read(self, split: _RangeSplit) -> Iterator[List[int]]:
-        for i in range(split.start, split.end, _BATCH):
-            batch = list(range(i, min(i + _BATCH, split.end)))
+        step = self.batch_size
+        for i in range(split.start, split.end, step):
+            batch = list(range(i, min(i + step, split.end)))
             self.progress_units += len(batch)
             yield batch
 

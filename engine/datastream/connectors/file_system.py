@@ -31,9 +31,6 @@ __all__ = [
     "RollingPolicy",
 ]
 
-_LINES_PER_BATCH = 1024
-
-
 class StreamFormat:
     """How a file's bytes become records (only text lines so far)."""
 
@@ -86,10 +83,10 @@ class _TextLineReader(SourceReader):
         if n == 0:
             self.progress_units += split.length
             return
-        done = 0
-        for i in range(0, n, _LINES_PER_BATCH):
-            batch = lines[i:i + _LINES_PER_BATCH]
-            share = split.length * min(i + _LINES_PER_BATCH, n) // n
+        done, step = 0, self.batch_size
+        for i in range(0, n, step):
+            batch = lines[i:i + step]
+            share = split.length * min(i + step, n) // n
             self.progress_units += share - done
             done = share
             yield batch

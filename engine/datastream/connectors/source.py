@@ -71,6 +71,9 @@ class SourceReader:
 
     #: units of work done so far (records, or bytes for files); read for progress reporting
     progress_units: int = 0
+    #: records per batch :meth:`read` should yield at most (``rill.source.batch-size``; set by
+    #: the SourceOperator before :meth:`open`)
+    batch_size: int = 1024
 
     def open(self, subtask_index: int, parallelism: int) -> None:
         pass
@@ -114,12 +117,29 @@ class Source:
 
 class SourceCoordinator:
     """Holds a source's enumerator for a job and serves split requests (Flink's
-    ``SourceCoordinator``). Thread-safe: subtasks call from their task threads."""
+    ``SourceCoordinator``). Thread-safe: subtasks call from their task threads.
 
-    def __init__(self, source: Source, parallelism: int):
+    :param node_id: the source's StreamNode id (names its subtasks in watermark groups).
+    :param alignment_groups: the job's ``WatermarkAlignmentGroups`` (watermark alignment).
+    """
+
+    def __init__(self, source: Source, parallelism: int, node_id: int = 0, alignment_groups: Any = None):
         self.source = source
+        self.node_id = node_id
         self._enumerator = source.create_enumerator(parallelism)
         self._lock = threading.Lock()
+        self._alignment_groups = alignment_groups
+
+    def report_watermark(self, subtask_index: int, group: str, watermark_ms: int) -> int:
+        """A subtask's current watermark for its watermark group (Flink's
+        ``ReportedWatermarkEvent``); returns the group's minimum (``WatermarkAlignmentEvent``).
+
+        :raises RuntimeError: if the job has no alignment groups (a coordinator built without).
+        """
+        if self._alignment_groups is None:
+            raise RuntimeError(f"The coordinator of source node {self.node_id} was built without "
+                               "watermark alignment groups")
+        return self._alignment_groups.report(group, (self.node_id, subtask_index), watermark_ms)
 
     def request_split(self, subtask_index: int) -> Optional[SourceSplit]:
         with self._lock:

@@ -175,6 +175,9 @@ class JobMasterActor(Actor):
             self._task(msg.attempt_id).metrics.update(msg.snapshot, msg.source_progress)
         elif isinstance(msg, m.RequestSplit):
             self._serve_split(msg, sender)
+        elif isinstance(msg, m.ReportedWatermarkEvent):
+            minimum = self.jm.coordinators[msg.node_id].report_watermark(msg.subtask_index, msg.group, msg.watermark_ms)
+            self.send(sender, m.WatermarkAlignmentEvent(msg.request_id, minimum))
         elif isinstance(msg, m.CancelJob):
             if self.jm is not None:
                 self.jm.cancel()

@@ -10,7 +10,7 @@ Flow of a job (names as in Flink)::
     client --SubmitJob--> Dispatcher --(creates)--> JobMaster --RequestSlots--> ResourceManager
     ResourceManager --SlotsAllocated--> JobMaster --StartTask--> TaskExecutor --(creates)--> StreamTask
     StreamTask --TaskProcessReady(data address)--> JobMaster --DeployTask(TDD + locations)--> StreamTask
-    StreamTask --TaskExecutionStateUpdate / TaskMetricsReport / RequestSplit--> JobMaster
+    StreamTask --TaskExecutionStateUpdate / TaskMetricsReport / RequestSplit / ReportedWatermarkEvent--> JobMaster
     JobMaster --JobStatusReport--> Dispatcher <--RequestJobStatus-- client
 """
 
@@ -353,3 +353,25 @@ class SplitResponse:
     error: Optional[str] = None
 
     __repr__ = _short_repr
+
+
+@dataclass(frozen=True)
+class ReportedWatermarkEvent:
+    """StreamTask → JobMaster: source ``node_id``'s subtask has watermark ``watermark_ms`` in
+    ``group`` (Flink's ``ReportedWatermarkEvent``, FLIP-182)."""
+
+    attempt_id: str
+    request_id: int
+    node_id: int
+    subtask_index: int
+    group: str
+    watermark_ms: int
+
+
+@dataclass(frozen=True)
+class WatermarkAlignmentEvent:
+    """JobMaster → StreamTask: the group's minimum watermark (ms) after that report (Flink's
+    ``WatermarkAlignmentEvent`` carries minimum + drift; here each subtask adds its own drift)."""
+
+    request_id: int
+    group_minimum_ms: int

@@ -99,19 +99,31 @@ class RemoteSourceCoordinator:
             self._pending[request_id] = callback
         self._outbox.post(self._job_master, m.RequestSplit(self.attempt_id, request_id, self.node_id, subtask_index))
 
-    def complete(self, response: m.SplitResponse) -> bool:
-        """Actor thread: deliver a response; ``False`` if it is not one of this source's."""
+    def report_watermark_async(self, subtask_index: int, group: str, watermark_ms: int, callback) -> None:
+        """Report the subtask's watermark for watermark alignment; ``callback(group_minimum_ms)``
+        runs on the actor's thread."""
+        request_id = next(self._ids)
+        with self._lock:
+            self._pending[request_id] = callback
+        self._outbox.post(self._job_master, m.ReportedWatermarkEvent(self.attempt_id, request_id, self.node_id,
+                                                                     subtask_index, group, watermark_ms))
+
+    def complete(self, response) -> bool:
+        """Actor thread: deliver a ``SplitResponse`` or ``WatermarkAlignmentEvent``; ``False``
+        if it is not one of this source's."""
         with self._lock:
             callback = self._pending.pop(response.request_id, None)
         if callback is None:
             return False
         try:
-            if response.error is not None:
+            if isinstance(response, m.WatermarkAlignmentEvent):
+                callback(response.group_minimum_ms)
+            elif response.error is not None:
                 callback(None, RuntimeError(response.error))
             else:
                 callback(None if response.split is None else cloudpickle.loads(response.split))
         except Exception:  # noqa: BLE001 - the mailbox is closed: the task is ending anyway
-            log.debug("split for a task that is ending dropped", exc_info=True)
+            log.debug("coordinator answer for a task that is ending dropped", exc_info=True)
         return True
 
 
@@ -149,7 +161,7 @@ class StreamTaskActor(Actor):
             self._start_process(msg, sender)
         elif isinstance(msg, m.DeployTask):
             self._deploy(msg)
-        elif isinstance(msg, m.SplitResponse):
+        elif isinstance(msg, (m.SplitResponse, m.WatermarkAlignmentEvent)):
             for c in self.coordinators.values():
                 if c.complete(msg):
                     break

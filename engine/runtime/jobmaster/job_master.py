@@ -31,6 +31,7 @@ from rill.runtime.deployment import (
 )
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.jobmaster.scheduler import assign_slots
+from rill.runtime.watermark_alignment import WatermarkAlignmentGroups
 
 __all__ = ["JobMaster"]
 
@@ -60,6 +61,8 @@ class JobMaster:
         self._start_ns: Optional[int] = None
         self._end_ns: Optional[int] = None
         self.coordinators: Dict[int, SourceCoordinator] = {}
+        #: every source's watermark group (FLIP-182), shared by the job's source coordinators
+        self.watermark_alignment = WatermarkAlignmentGroups()
         self._source_totals: List[Optional[int]] = []
 
     # -- deployment ------------------------------------------------------------------------
@@ -67,7 +70,11 @@ class JobMaster:
         for v in self.job_graph.get_vertices():
             for cfg in v.stream_configs.values():
                 if cfg.source is not None:
-                    self.coordinators[cfg.node_id] = SourceCoordinator(cfg.source, v.get_parallelism())
+                    self.coordinators[cfg.node_id] = SourceCoordinator(cfg.source, v.get_parallelism(), cfg.node_id,
+                                                                       self.watermark_alignment)
+                    if cfg.watermark_alignment is not None:
+                        self.watermark_alignment.expect(cfg.watermark_alignment.watermark_group,
+                                                        [(cfg.node_id, i) for i in range(v.get_parallelism())])
                     self._source_totals.append(cfg.source.estimated_total_units())
 
     def _tdds(self) -> List[TaskDeploymentDescriptor]:
@@ -112,6 +119,7 @@ class JobMaster:
                     floating_buffers_per_gate=conf.get(ConfigOptions.FLOATING_BUFFERS_PER_GATE),
                     slot_index=slots[(str(v.get_id()), ev.subtask_index)].slot_index,
                     auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
+                    source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
                 ))
                 execution.state = ExecutionState.SCHEDULED
         return tdds

@@ -147,7 +147,7 @@ class Task:
                 operator_coordinators=self.coordinators,
                 job_parameters=self.tdd.job_parameters,
                 buffer_timeout_ms=self.tdd.buffer_timeout_ms,
-                records_per_batch=self.tdd.records_per_buffer,
+                records_per_batch=self.tdd.source_batch_size,
                 metrics=self.metrics,
                 auto_watermark_interval_ms=self.tdd.auto_watermark_interval_ms,
             )

@@ -17,6 +17,7 @@ from typing import List, Optional
 from rill.network.events import EndOfPartitionEvent
 from rill.operators.context import StreamOperatorContext
 from rill.operators.source_operator import InputStatus
+from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
@@ -26,6 +27,7 @@ from rill.runtime.tasks.keyed_services import create_keyed_services
 from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.runtime.tasks.outputs import attribute_error
 from rill.runtime.tasks.processing_time_service import SystemProcessingTimeService
+from rill.runtime.watermark_alignment import SourceWatermarkAlignment
 
 __all__ = ["StreamTask", "OneInputStreamTask", "TwoInputStreamTask", "SourceOperatorStreamTask", "CancelTaskException"]
 
@@ -300,14 +302,40 @@ class TwoInputStreamTask(_NetworkInputStreamTask):
 
 class SourceOperatorStreamTask(StreamTask):
     """Drives a ``SourceOperator``: one batch per default action; when an unbounded reader has
-    nothing, the default action sleeps ~1 ms on the mailbox (a timer mail resumes it)."""
+    nothing, the default action sleeps ~1 ms on the mailbox (a timer mail resumes it).
+
+    Watermark alignment (FLIP-182): when the source's strategy, or that of a
+    ``TimestampsAndWatermarksOperator`` chained in this task, was built
+    ``with_watermark_alignment``, a :class:`SourceWatermarkAlignment` reports the task's
+    watermark every update interval and the default action stays suspended while the
+    watermark is too far ahead of its group (see :mod:`rill.runtime.watermark_alignment`).
+    """
 
     def init_input(self) -> None:
         self._source = self.operator_chain.head_operator
         self._source_name = self.operator_chain.head_config.operator_name
         self.metrics.source_progress = lambda: self._source.progress_units
+        self._alignment: Optional[SourceWatermarkAlignment] = None
+        self._alignment_checked = False
+        self._aligned_suspension = None
 
     def _process_input(self, controller) -> None:
+        if not self._alignment_checked:  # the operators are open from the first action on
+            self._setup_alignment()
+        alignment = self._alignment
+        if alignment is not None:
+            # an aligned source's periodic watermark is brought up to date before every batch:
+            # alignment must see the watermark of what was read, and a source reads thousands
+            # of records between two timer mails (or longer when its timer waits for the GIL)
+            if self._watermark_per_batch:
+                self._aligned_tw.emit_periodic_watermark()
+            if alignment.should_pause():
+                # ask before waiting a whole update interval: the group may have moved on (the
+                # embedded coordinator answers at once; a cluster's answer resumes the action)
+                alignment.mark_paused()
+                self._aligned_suspension = controller.suspend_default_action()
+                alignment.report_watermark()
+                return
         try:
             status = self._source.emit_next()
         except BaseException as e:
@@ -316,8 +344,52 @@ class SourceOperatorStreamTask(StreamTask):
         if status is InputStatus.MORE_AVAILABLE:
             return
         if status is InputStatus.END_OF_INPUT:
+            if alignment is not None:  # finished: no longer holds the group back
+                alignment.report_watermark()
             controller.all_actions_completed()
             return
         suspension = controller.suspend_default_action()
         now = self.processing_time_service.get_current_processing_time()
         self.processing_time_service.register_timer(now + 1, lambda _ts: suspension.resume())
+
+    # -- watermark alignment (task thread) ---------------------------------------------------
+    def _setup_alignment(self) -> None:
+        self._alignment_checked = True
+        for _cfg, op in reversed(self.operator_chain.all_operators):  # head first
+            tw = op.timestamps_and_watermarks if isinstance(op, GeneratesWatermarks) else None
+            params = None if tw is None else tw.watermark_strategy.get_alignment_parameters()
+            if params is not None:
+                break
+        else:
+            return
+        coordinator = self._source.context.operator_coordinator
+        subtask = self.env.subtask_index
+        if getattr(coordinator, "asynchronous", False):  # cluster: the answer comes back as a mail
+            executor = self.mailbox_processor.get_mailbox_executor(MailPriority.TIMER)
+
+            def report(group: str, watermark_ms: int, on_minimum) -> None:
+                coordinator.report_watermark_async(
+                    subtask, group, watermark_ms,
+                    lambda minimum: executor.execute(lambda: on_minimum(minimum), "WatermarkAlignmentEvent"))
+        else:
+            def report(group: str, watermark_ms: int, on_minimum) -> None:
+                on_minimum(coordinator.report_watermark(subtask, group, watermark_ms))
+
+        alignment = self._alignment = SourceWatermarkAlignment(params, tw.current_watermark, report,
+                                                               self._resume_aligned)
+        self._aligned_tw = tw
+        # without periodic watermarks (interval 0) only the generator's own ones count
+        self._watermark_per_batch = bool(self.env.auto_watermark_interval_ms)
+        interval = params.update_interval_ms
+        self.processing_time_service.schedule_with_fixed_delay(lambda _ts: alignment.report_watermark(),
+                                                               interval, interval)
+        alignment.report_watermark()
+        # paused by alignment is back-pressured time, not idle time (as Flink shows it)
+        idle, back_pressured, paused = self.metrics.idle_ns, self.metrics.back_pressured_ns, alignment.paused_ns
+        self.metrics.idle_ns = lambda: max(0, idle() - paused())
+        self.metrics.back_pressured_ns = lambda: back_pressured() + paused()
+
+    def _resume_aligned(self) -> None:
+        suspension, self._aligned_suspension = self._aligned_suspension, None
+        if suspension is not None:
+            suspension.resume()

@@ -262,7 +262,9 @@ def test_the_index_follows_the_buffers_through_cleanup():
             getattr(h, f"process_element{rng.choice((1, 2))}")((k, step), t)
             if step % 17 == 0:
                 h.process_both_watermarks(step // 3 - 2)
-                for index, buffer in ((op._left_index, op._left_buffer), (op._right_index, op._right_buffer)):
+                for side, index, buffer in ((0, op._left_index, op._left_buffer), (1, op._right_index, op._right_buffer)):
                     for key in "xyz":
                         h.set_current_key(key)
                         assert index.get(key, []) == sorted(buffer.keys()), (step, key)
+                    assert op.buffered_buckets[side] == sum(map(len, index.values()))
+                    assert op.peak_buffered_buckets[side] >= op.buffered_buckets[side]

@@ -1,0 +1,107 @@
+"""Watermark alignment (FLIP-182) in running jobs: a source whose event time runs far ahead of
+the other source of its group reads only while it is within the drift of the slow one."""
+
+from __future__ import annotations
+
+import pytest
+
+from _ds_helpers import collect
+from rill.common import Duration, WatermarkStrategy
+from rill.common.watermark_strategy import WatermarkAlignmentParams
+from rill.datastream import StreamExecutionEnvironment
+from rill.datastream.functions import CoProcessFunction
+from rill.operators.watermark import WatermarkGenerator
+from rill.runtime.streamrecord import Watermark
+
+N = 4000
+FAST_STEP_MS = 1000  # the fast source's event time per record (N records: 4,000 s)
+SLOW_STEP_MS = 100   # the slow source's (2 N records: 800 s)
+SLOW_END_MS = 2 * N * SLOW_STEP_MS
+DRIFT_MS = 20_000
+BATCH = 5            # records per source batch, and per network buffer
+
+
+class Lead(CoProcessFunction):
+    """For every record of the fast input, how far its event time is ahead of the latest event
+    time of the slow input seen so far (ms), until the slow input's end (after it the fast one
+    may run freely: an ended source does not hold its group back)."""
+
+    def __init__(self):
+        self.slow = None
+
+    def process_element1(self, value, ctx):
+        if value <= SLOW_END_MS:
+            yield value - (self.slow or 0)
+
+    def process_element2(self, value, ctx):
+        self.slow = value if self.slow is None else max(self.slow, value)
+
+
+class EveryEvent(WatermarkGenerator):
+    """A watermark after every record: alignment then sees each source's progress exactly (a
+    periodic generator shows it only every auto-watermark interval)."""
+
+    def on_event(self, event, event_timestamp, output):
+        output.emit_watermark(Watermark(event_timestamp - 1))
+
+    def on_periodic_emit(self, output):
+        pass
+
+
+def strategy(aligned: bool) -> WatermarkStrategy:
+    s = WatermarkStrategy.for_generator(EveryEvent).with_timestamp_assigner(lambda v, _: v)
+    if aligned:
+        s = s.with_watermark_alignment("inputs", Duration.of_millis(DRIFT_MS), Duration.of_millis(5))
+    return s
+
+
+def leads(env: StreamExecutionEnvironment, aligned: bool):
+    env.set_parallelism(1)
+    env.get_configuration().set_integer("rill.source.batch-size", BATCH)
+    env.get_configuration().set_integer("taskmanager.network.records-per-buffer", BATCH)
+    fast = env.from_collection([i * FAST_STEP_MS for i in range(1, N + 1)]).assign_timestamps_and_watermarks(
+        strategy(aligned))
+    slow = env.from_collection([i * SLOW_STEP_MS for i in range(1, 2 * N + 1)]).assign_timestamps_and_watermarks(
+        strategy(aligned))
+    return collect(fast.connect(slow).process(Lead()))
+
+
+def test_an_aligned_source_stays_within_the_drift_of_the_slow_one(env):
+    out = leads(env, aligned=True)
+    assert out, "the fast input met the slow one"
+    # bound: the drift, plus one batch the fast source reads past its ceiling (5 s of its time),
+    # plus the slow input's records in flight to the join (a few buffers of 5 records, 0.5 s
+    # each) -- far below the ~800 s the fast input runs ahead unaligned
+    assert max(out) < DRIFT_MS + 30_000, max(out)
+
+
+def test_unaligned_the_fast_source_runs_ahead(env):
+    # the same job without alignment: proves the test above could fail
+    assert max(leads(env, aligned=False)) > 5 * (DRIFT_MS + 30_000)
+
+
+def test_alignment_needs_a_source():
+    env = StreamExecutionEnvironment.get_execution_environment()
+    mapped = env.from_collection([1, 2]).map(lambda v: v).name("Double")
+    with pytest.raises(ValueError, match="after 'Double': watermark alignment pauses sources"):
+        mapped.assign_timestamps_and_watermarks(strategy(aligned=True))
+
+
+def test_the_strategy_keeps_its_alignment_through_every_copy():
+    s = (WatermarkStrategy.for_bounded_out_of_orderness(Duration.of_seconds(1))
+         .with_watermark_alignment("g", Duration.of_minutes(1))
+         .with_timestamp_assigner(lambda v, _: v).with_idleness(Duration.of_seconds(5)))
+    assert s.get_alignment_parameters() == WatermarkAlignmentParams("g", 60_000, 1000)
+    assert "with_watermark_alignment('g', Duration.of_millis(60000), Duration.of_millis(1000))" in repr(s)
+    assert WatermarkStrategy.for_monotonous_timestamps().get_alignment_parameters() is None
+
+
+@pytest.mark.parametrize("args, error, match", [
+    (("", Duration.of_seconds(1)), TypeError, "non-empty str"),
+    (("g", 5), TypeError, "expects a Duration"),
+    (("g", Duration.of_millis(-1)), ValueError, "must not be negative, got -1 ms"),
+    (("g", Duration.of_seconds(1), Duration.of_millis(0)), ValueError, "greater than zero, got 0 ms"),
+])
+def test_invalid_alignment_settings_are_refused(args, error, match):
+    with pytest.raises(error, match=match):
+        WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(*args)
