@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from _ds_helpers import collect
+from _ds_helpers import collect, run
 from rill.common import Duration, WatermarkStrategy
 from rill.common.watermark_strategy import WatermarkAlignmentParams
 from rill.datastream import StreamExecutionEnvironment
@@ -105,3 +105,19 @@ def test_the_strategy_keeps_its_alignment_through_every_copy():
 def test_invalid_alignment_settings_are_refused(args, error, match):
     with pytest.raises(error, match=match):
         WatermarkStrategy.for_monotonous_timestamps().with_watermark_alignment(*args)
+
+
+def test_a_paused_source_is_back_pressured_not_idle(env):
+    """The fast source waits for the slow one most of the job: that time is back-pressured
+    (Flink shows alignment pauses so), not idle."""
+    env.set_parallelism(1)
+    env.get_configuration().set_integer("rill.source.batch-size", BATCH)
+    env.get_configuration().set_integer("taskmanager.network.records-per-buffer", BATCH)
+    fast = env.from_collection([i * FAST_STEP_MS for i in range(1, N + 1)]).name("fast")
+    slow = env.from_collection([i * SLOW_STEP_MS for i in range(1, 2 * N + 1)]).name("slow")
+    fast.assign_timestamps_and_watermarks(strategy(True)).union(
+        slow.assign_timestamps_and_watermarks(strategy(True))).add_sink(lambda v: None)
+    vertices = {v.name.split(" -> ")[0]: v for v in run(env).vertices}
+    fast_source = vertices["Source: fast"]
+    assert fast_source.back_pressured_time_ms > fast_source.duration_ms / 2
+    assert fast_source.idle_time_ms < fast_source.duration_ms / 10
