@@ -23,7 +23,7 @@ import enum
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from rill.datastream.checkpointed_function import restore_function_state, snapshot_function_state
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
 
 if TYPE_CHECKING:  # pragma: no cover
     from rill.operators.context import StreamOperatorContext

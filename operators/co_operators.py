@@ -44,7 +44,7 @@ from rill.operators.process import (
     run_process_batch,
 )
 from rill.operators.timer_service import InternalTimer, TimeDomain, Triggerable
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark
 
 __all__ = [
     "AbstractUdfTwoInputStreamOperator",

@@ -29,7 +29,7 @@ from rill.operators.base import AbstractUdfStreamOperator, Output
 from rill.operators.output_tag import OutputTag
 from rill.operators.simple import with_key_context
 from rill.operators.timer_service import InternalTimer, InternalTimerService, TimeDomain, Triggerable
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark
 from rill.state.api import VOID_NAMESPACE
 
 __all__ = [

@@ -11,7 +11,7 @@ import enum
 from typing import Any, Iterator, List, Optional
 
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
-from rill.runtime.streamrecord import MAX_WATERMARK
+from rill.common.streamrecord import MAX_WATERMARK
 
 __all__ = ["SourceOperator", "InputStatus"]
 

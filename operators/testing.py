@@ -34,7 +34,7 @@ from rill.operators.context import StreamOperatorContext
 from rill.operators.output_tag import OutputTag
 from rill.operators.runtime_context import StreamingRuntimeContext
 from rill.operators.timer_service import InternalTimeServiceManager
-from rill.runtime.streamrecord import StreamRecord, Watermark
+from rill.common.streamrecord import StreamRecord, Watermark
 from rill.runtime.tasks.processing_time_service import TestProcessingTimeService
 from rill.state.heap import HeapKeyedStateBackend
 from rill.state.key_groups import compute_key_group_range_for_operator_index

@@ -28,7 +28,7 @@ from typing import Any, Callable, List, Optional, Union
 from rill.operators.base import TwoInputStreamOperator
 from rill.operators.testing import OneInputStreamOperatorTestHarness
 from rill.operators.timer_service import InternalTimeServiceManager
-from rill.runtime.streamrecord import StreamRecord, Watermark, WatermarkStatus
+from rill.common.streamrecord import StreamRecord, Watermark, WatermarkStatus
 from rill.state.heap import HeapKeyedStateBackend
 from rill.state.key_groups import compute_key_group_range_for_operator_index
 

@@ -39,7 +39,7 @@ import heapq
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 from rill.state.key_groups import KeyGroupRange
 
 __all__ = [

@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 from rill.operators.base import Output
 from rill.operators.watermark.generators import WatermarkOutput
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark, WatermarkStatus
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark, WatermarkStatus
 
 __all__ = ["WatermarkToDataOutput"]
 

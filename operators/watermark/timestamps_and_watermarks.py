@@ -20,7 +20,7 @@ from typing import Any, Callable, List, Optional
 from rill.operators.base import Output
 from rill.operators.watermark.generators import NoWatermarksGenerator
 from rill.operators.watermark.output import WatermarkToDataOutput
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MAX_WATERMARK, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MAX_WATERMARK, MIN_TIMESTAMP
 
 __all__ = ["TimestampsAndWatermarks", "GeneratorContext"]
 

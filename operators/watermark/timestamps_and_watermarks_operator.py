@@ -7,7 +7,7 @@ from typing import Any, List, Optional
 
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
 from rill.operators.watermark.timestamps_and_watermarks import TimestampsAndWatermarks
-from rill.runtime.streamrecord import MAX_TIMESTAMP, Watermark, WatermarkStatus
+from rill.common.streamrecord import MAX_TIMESTAMP, Watermark, WatermarkStatus
 
 __all__ = ["TimestampsAndWatermarksOperator"]
 

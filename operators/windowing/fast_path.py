@@ -45,7 +45,7 @@ from rill.operators.windowing.window_functions import (
     PassThroughWindowFunction,
 )
 from rill.operators.windowing.windows import TimeWindow
-from rill.runtime.streamrecord import MAX_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.state.descriptors import AggregatingStateDescriptor, ReducingStateDescriptor
 
 __all__ = ["WindowFastPath"]

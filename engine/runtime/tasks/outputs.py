@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional
 
 from rill.operators.base import Output
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 __all__ = ["ChainingOutput", "BroadcastingOutput", "RecordWriterOutput", "TaggedOutput", "attribute_error"]
 

@@ -21,7 +21,7 @@ from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
-from rill.runtime.streamrecord import Watermark, WatermarkStatus
+from rill.common.streamrecord import Watermark, WatermarkStatus
 from rill.runtime.tasks.keyed_services import create_keyed_services
 from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.runtime.tasks.outputs import attribute_error
