@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from rill.datastream.co_functions import CoProcessFunction, KeyedCoProcessFunction
+from rill.common.co_functions import CoProcessFunction, KeyedCoProcessFunction
 from rill.operators.simple import with_key_context
 from rill.operators.base import AbstractTwoInputStreamOperator, AbstractUdfStreamOperator, Output
 from rill.operators.process import (

@@ -37,7 +37,7 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from rill.common.time import to_milliseconds  # noqa: F401 - re-exported: the join API converts bounds with it
-from rill.datastream.co_functions import ProcessJoinFunction
+from rill.common.co_functions import ProcessJoinFunction
 from rill.operators.co_operators import AbstractUdfTwoInputStreamOperator
 from rill.operators.output_tag import OutputTag
 from rill.operators.timer_service import InternalTimer, Triggerable

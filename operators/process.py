@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from rill.datastream.functions import KeyedProcessFunction, ProcessFunction, TimerService
+from rill.common.functions import KeyedProcessFunction, ProcessFunction, TimerService
 from rill.operators.base import AbstractUdfStreamOperator, Output
 from rill.operators.output_tag import OutputTag
 from rill.operators.simple import with_key_context

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from rill.datastream.functions import RuntimeContext
+from rill.common.functions import RuntimeContext
 from rill.operators.context import StreamOperatorContext
 
 __all__ = ["StreamingRuntimeContext"]

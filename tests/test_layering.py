@@ -114,23 +114,10 @@ KNOWN_BACKWARD: set[tuple[str, str]] = {
     ('engine/runtime/cluster/task_executor_actor.py', 'rill.datastream'),
     ('engine/runtime/job_client.py', 'rill.datastream.connectors.file_system'),
     ('engine/runtime/jobmaster/job_master.py', 'rill.datastream.connectors.source'),
-    ('operators/aggregations.py', 'rill.datastream.functions'),
     ('operators/base.py', 'rill.datastream.checkpointed_function'),
-    ('operators/broadcast.py', 'rill.datastream.co_functions'),
-    ('operators/co_operators.py', 'rill.datastream.co_functions'),
     ('operators/collect_sink.py', 'rill.runtime.cluster.collect_service'),
-    ('operators/interval_join.py', 'rill.datastream.co_functions'),
-    ('operators/keyed_reduce.py', 'rill.datastream.functions'),
-    ('operators/process.py', 'rill.datastream.functions'),
-    ('operators/runtime_context.py', 'rill.datastream.functions'),
-    ('operators/simple.py', 'rill.datastream.functions'),
     ('operators/testing.py', 'rill.runtime.tasks.processing_time_service'),
     ('operators/watermark/timestamps_and_watermarks.py', 'rill.runtime.tasks.outputs'),
-    ('operators/windowing/builder.py', 'rill.datastream'),
-    ('operators/windowing/fast_path.py', 'rill.datastream.functions'),
-    ('operators/windowing/window_functions.py', 'rill.datastream.functions'),
-    ('operators/windowing/window_operator.py', 'rill.datastream.functions'),
-    ('state/descriptors.py', 'rill.datastream.functions'),
 }
 
 

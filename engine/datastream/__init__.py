@@ -1,7 +1,7 @@
 """The DataStream API, with PyFlink's names (``pyflink.datastream``).
 
-Names are resolved on first access (PEP 562), so that low-level modules can import
-``rill.datastream.functions`` without pulling in the whole API (and its graph layer).
+Names are resolved on first access (PEP 562), so that importing one submodule (say
+``rill.datastream.state``) does not pull in the whole API and its graph layer.
 """
 
 from importlib import import_module
@@ -17,26 +17,26 @@ _EXPORTS = {
     "ConnectedStreams": "rill.datastream.connected_streams",
     "IntervalJoin": "rill.datastream.join",
     "IntervalJoined": "rill.datastream.join",
-    "BroadcastProcessFunction": "rill.datastream.co_functions",
-    "CoFlatMapFunction": "rill.datastream.co_functions",
-    "CoMapFunction": "rill.datastream.co_functions",
-    "CoProcessFunction": "rill.datastream.co_functions",
-    "KeyedBroadcastProcessFunction": "rill.datastream.co_functions",
-    "KeyedCoProcessFunction": "rill.datastream.co_functions",
-    "ProcessJoinFunction": "rill.datastream.co_functions",
-    "AggregateFunction": "rill.datastream.functions",
-    "FilterFunction": "rill.datastream.functions",
-    "FlatMapFunction": "rill.datastream.functions",
-    "Function": "rill.datastream.functions",
-    "KeyedProcessFunction": "rill.datastream.functions",
-    "KeySelector": "rill.datastream.functions",
-    "MapFunction": "rill.datastream.functions",
-    "Partitioner": "rill.datastream.functions",
-    "ProcessFunction": "rill.datastream.functions",
-    "ReduceFunction": "rill.datastream.functions",
-    "RuntimeContext": "rill.datastream.functions",
-    "SinkFunction": "rill.datastream.functions",
-    "TimerService": "rill.datastream.functions",
+    "BroadcastProcessFunction": "rill.common.co_functions",
+    "CoFlatMapFunction": "rill.common.co_functions",
+    "CoMapFunction": "rill.common.co_functions",
+    "CoProcessFunction": "rill.common.co_functions",
+    "KeyedBroadcastProcessFunction": "rill.common.co_functions",
+    "KeyedCoProcessFunction": "rill.common.co_functions",
+    "ProcessJoinFunction": "rill.common.co_functions",
+    "AggregateFunction": "rill.common.functions",
+    "FilterFunction": "rill.common.functions",
+    "FlatMapFunction": "rill.common.functions",
+    "Function": "rill.common.functions",
+    "KeyedProcessFunction": "rill.common.functions",
+    "KeySelector": "rill.common.functions",
+    "MapFunction": "rill.common.functions",
+    "Partitioner": "rill.common.functions",
+    "ProcessFunction": "rill.common.functions",
+    "ReduceFunction": "rill.common.functions",
+    "RuntimeContext": "rill.common.functions",
+    "SinkFunction": "rill.common.functions",
+    "TimerService": "rill.common.functions",
     "OutputTag": "rill.datastream.output_tag",
     "WindowedStream": "rill.datastream.windowed_stream",
     "AllWindowedStream": "rill.datastream.windowed_stream",

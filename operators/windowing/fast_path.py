@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from rill.datastream.functions import is_rich
+from rill.common.functions import is_rich
 from rill.operators.timer_service import InternalTimer
 from rill.operators.windowing.assigners import (
     SlidingEventTimeWindows,

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional
 
-from rill.datastream.functions import Function
+from rill.common.functions import Function
 from rill.operators.base import AbstractUdfStreamOperator, Output
 from rill.operators.output_tag import OutputTag
 from rill.operators.timer_service import InternalTimer, Triggerable
