@@ -113,7 +113,6 @@ KNOWN_BACKWARD: set[tuple[str, str]] = {
     ('engine/runtime/cluster/job_master_actor.py', 'rill.datastream.connectors.file_system'),
     ('engine/runtime/cluster/task_executor_actor.py', 'rill.datastream'),
     ('engine/runtime/job_client.py', 'rill.datastream.connectors.file_system'),
-    ('engine/runtime/jobmaster/job_master.py', 'rill.datastream.connectors.source'),
     ('operators/base.py', 'rill.datastream.checkpointed_function'),
     ('operators/collect_sink.py', 'rill.runtime.cluster.collect_service'),
     ('operators/testing.py', 'rill.runtime.tasks.processing_time_service'),

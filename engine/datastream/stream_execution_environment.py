@@ -10,7 +10,7 @@ from rill.common.execution_config import ExecutionConfig
 from rill.common.job_execution_result import JobExecutionResult
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import FileSource, StreamFormat
-from rill.datastream.connectors.source import Source
+from rill.common.connector.source import Source
 from rill.datastream.data_stream import DataStream
 from rill.graph.transformations import (
     SourceTransformation,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
 
 from rill.common.serialization import Encoder
-from rill.datastream.connectors.source import Source, SourceReader, SourceSplit
+from rill.common.connector.source import Source, SourceReader, SourceSplit
 
 if TYPE_CHECKING:  # pragma: no cover
     from rill.operators.file_sink import FileSinkWriter
