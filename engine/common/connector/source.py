@@ -1,9 +1,9 @@
 """The Source API (FLIP-27: ``org.apache.flink.api.connector.source``), pull-based.
 
 A :class:`Source` is a factory for a :class:`SplitEnumerator` (one per job, in the JobMaster's
-``SourceCoordinator``) and for :class:`SourceReader` s (one per source subtask). A reader asks
-the coordinator for a split when it has none (Flink's ``SourceReaderContext.sendSplitRequest``,
-as FileSource does), reads it to the end, and asks again; when the enumerator answers ``None``
+``SourceCoordinator``, :mod:`rill.runtime.source_coordinator`) and for :class:`SourceReader` s
+(one per source subtask). A reader asks the coordinator for a split when it has none (Flink's
+``SourceReaderContext.sendSplitRequest``, as FileSource does), reads it to the end, and asks again; when the enumerator answers ``None``
 a bounded source's subtask has reached the end of its input.
 
 Rill difference, for speed: :meth:`SourceReader.read` yields *batches* (lists) of records, so
@@ -15,7 +15,6 @@ waits ~1 ms on the mailbox (no spinning) before polling again.
 from __future__ import annotations
 
 import enum
-import threading
 from typing import Any, Iterator, List, Optional
 
 __all__ = [
@@ -24,7 +23,6 @@ __all__ = [
     "SplitEnumerator",
     "SourceReader",
     "Source",
-    "SourceCoordinator",
 ]
 
 
@@ -110,17 +108,3 @@ class Source:
         """Total units of work (as counted by ``SourceReader.progress_units``) for progress
         bars, or ``None`` when unknown or unbounded."""
         return None
-
-
-class SourceCoordinator:
-    """Holds a source's enumerator for a job and serves split requests (Flink's
-    ``SourceCoordinator``). Thread-safe: subtasks call from their task threads."""
-
-    def __init__(self, source: Source, parallelism: int):
-        self.source = source
-        self._enumerator = source.create_enumerator(parallelism)
-        self._lock = threading.Lock()
-
-    def request_split(self, subtask_index: int) -> Optional[SourceSplit]:
-        with self._lock:
-            return self._enumerator.handle_split_request(subtask_index)

@@ -8,10 +8,9 @@ re-exported here for programs and connectors that import it from the API.
 from rill.common.connector.source import (
     Boundedness,
     Source,
-    SourceCoordinator,
     SourceReader,
     SourceSplit,
     SplitEnumerator,
 )
 
-__all__ = ["Boundedness", "SourceSplit", "SplitEnumerator", "SourceReader", "Source", "SourceCoordinator"]
+__all__ = ["Boundedness", "SourceSplit", "SplitEnumerator", "SourceReader", "Source"]

@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from rill.common.configuration import ConfigOptions, Configuration
 from rill.common.job_execution_result import JobExecutionResult, VertexSummary
-from rill.common.connector.source import SourceCoordinator
+from rill.runtime.source_coordinator import SourceCoordinator
 from rill.graph.execution_graph import ExecutionGraph
 from rill.graph.states import ExecutionState, JobStatus
 from rill.network.partition.result_partition_id import ResultPartitionID
