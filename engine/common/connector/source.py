@@ -88,6 +88,9 @@ class Source:
 
     #: a non-parallel source (Flink: from_collection) only runs with parallelism 1
     non_parallel: bool = False
+    #: whether its readers count ``progress_units`` in bytes (files) rather than records; the
+    #: progress bar's unit
+    progress_units_are_bytes: bool = False
     #: sources are immutable factories: subtasks in one process share the object (see
     #: ``SimpleOperatorFactory``) and each creates its own reader
     _rill_shared_plan_object = True

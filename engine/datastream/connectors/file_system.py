@@ -103,6 +103,8 @@ class FileSource(Source):
     :param split_size_bytes: maximum bytes per split (default 4 MiB).
     """
 
+    progress_units_are_bytes = True
+
     def __init__(self, paths: Sequence[str], stream_format: StreamFormat, split_size_bytes: int = 4 << 20):
         if split_size_bytes < 1:
             raise ValueError(f"FileSource: split size must be >= 1 byte, got {split_size_bytes}")

@@ -236,6 +236,10 @@ class JobMaster:
         total = sum(totals) if totals and all(x is not None for x in totals) else None
         return done, total
 
+    def source_units_are_bytes(self) -> bool:
+        """Whether the sources count their progress in bytes (any file source) or records."""
+        return any(c.source.progress_units_are_bytes for c in self.coordinators.values())
+
     def vertex_summaries(self) -> List[VertexSummary]:
         out = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
