@@ -18,7 +18,7 @@ from itertools import repeat
 from typing import Any, Callable, List, Optional
 
 from rill.operators.base import Output
-from rill.operators.watermark.generators import NoWatermarksGenerator
+from rill.common.eventtime import NoWatermarksGenerator
 from rill.operators.watermark.output import WatermarkToDataOutput
 from rill.common.streamrecord import MAX_TIMESTAMP, MAX_WATERMARK, MIN_TIMESTAMP
 
