@@ -22,7 +22,7 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
-from rill.datastream.checkpointed_function import restore_function_state, snapshot_function_state
+from rill.operators.checkpointed_function import restore_function_state, snapshot_function_state
 from rill.common.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -109,7 +109,6 @@ def test_every_source_file_has_a_layer():
 KNOWN_BACKWARD: set[tuple[str, str]] = {
     ('engine/runtime/cluster/dispatcher.py', 'rill.datastream'),
     ('engine/runtime/cluster/task_executor_actor.py', 'rill.datastream'),
-    ('operators/base.py', 'rill.datastream.checkpointed_function'),
     ('operators/collect_sink.py', 'rill.runtime.cluster.collect_service'),
     ('operators/testing.py', 'rill.runtime.tasks.processing_time_service'),
     ('operators/watermark/timestamps_and_watermarks.py', 'rill.runtime.tasks.outputs'),
