@@ -37,6 +37,7 @@ __all__ = [
     "AbstractStreamOperator",
     "AbstractUdfStreamOperator",
     "AbstractTwoInputStreamOperator",
+    "attribute_error",
 ]
 
 
@@ -50,6 +51,20 @@ class ChainingStrategy(enum.Enum):
     NEVER = "NEVER"
     HEAD = "HEAD"
     HEAD_WITH_SOURCES = "HEAD_WITH_SOURCES"
+
+
+def attribute_error(error: BaseException, operator_name: str) -> None:
+    """Record on ``error`` the name of the innermost operator it came out of (once).
+
+    The first output or task loop that sees an exception coming out of an operator tags it, so
+    the task reports which operator failed while the exception and its traceback stay as they
+    were.
+    """
+    if getattr(error, "_rill_operator", None) is None:
+        try:
+            error._rill_operator = operator_name  # type: ignore[attr-defined]
+        except AttributeError:  # exceptions with __slots__
+            pass
 
 
 class Output:

@@ -111,7 +111,6 @@ KNOWN_BACKWARD: set[tuple[str, str]] = {
     ('engine/runtime/cluster/task_executor_actor.py', 'rill.datastream'),
     ('operators/collect_sink.py', 'rill.runtime.cluster.collect_service'),
     ('operators/testing.py', 'rill.runtime.tasks.processing_time_service'),
-    ('operators/watermark/timestamps_and_watermarks.py', 'rill.runtime.tasks.outputs'),
 }
 
 

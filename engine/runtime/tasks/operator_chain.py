@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
+from rill.operators.base import attribute_error
 from rill.operators.context import StreamOperatorContext
 from rill.runtime.tasks.outputs import (
     NO_OUTPUT,
@@ -19,7 +20,6 @@ from rill.runtime.tasks.outputs import (
     ChainingOutput,
     RecordWriterOutput,
     TaggedOutput,
-    attribute_error,
 )
 
 __all__ = ["OperatorChain"]
