@@ -35,7 +35,7 @@ from rill.operators.output_tag import OutputTag
 from rill.operators.runtime_context import StreamingRuntimeContext
 from rill.operators.timer_service import InternalTimeServiceManager
 from rill.common.streamrecord import StreamRecord, Watermark
-from rill.runtime.tasks.processing_time_service import TestProcessingTimeService
+from rill.operators.processing_time_service import TestProcessingTimeService
 from rill.state.heap import HeapKeyedStateBackend
 from rill.state.key_groups import compute_key_group_range_for_operator_index
 

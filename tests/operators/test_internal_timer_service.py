@@ -6,7 +6,7 @@ import pytest
 
 from rill.operators.timer_service import InternalTimer, InternalTimeServiceManager, Triggerable
 from rill.common.streamrecord import MIN_TIMESTAMP
-from rill.runtime.tasks.processing_time_service import TestProcessingTimeService
+from rill.operators.processing_time_service import TestProcessingTimeService
 from rill.state import (
     VOID_NAMESPACE,
     HeapKeyedStateBackend,
