@@ -110,7 +110,6 @@ KNOWN_BACKWARD: set[tuple[str, str]] = {
     ('engine/runtime/cluster/dispatcher.py', 'rill.datastream'),
     ('engine/runtime/cluster/task_executor_actor.py', 'rill.datastream'),
     ('operators/collect_sink.py', 'rill.runtime.cluster.collect_service'),
-    ('operators/processing_time_service.py', 'rill.runtime.mailbox'),
 }
 
 

@@ -25,7 +25,7 @@ from rill.common.streamrecord import Watermark, WatermarkStatus
 from rill.runtime.tasks.keyed_services import create_keyed_services
 from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.operators.base import attribute_error
-from rill.operators.processing_time_service import SystemProcessingTimeService
+from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
 
 __all__ = ["StreamTask", "OneInputStreamTask", "TwoInputStreamTask", "SourceOperatorStreamTask", "CancelTaskException"]
 

@@ -20,9 +20,9 @@ from rill.runtime.mailbox import (
 from rill.operators.processing_time_service import (
     ProcessingTimeService,
     ScheduledTimer,
-    SystemProcessingTimeService,
     TestProcessingTimeService,
 )
+from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
 
 TIMEOUT_S = 10.0
 
