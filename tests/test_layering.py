@@ -107,8 +107,14 @@ def test_every_source_file_has_a_layer():
 # Backward imports not yet resolved, as (file, imported module); the list only shrinks. A new
 # backward import fails the test, and so does an entry here that no longer exists.
 KNOWN_BACKWARD: set[tuple[str, str]] = {
+    # The cluster's Dispatcher and TaskExecutor import the whole API once so that the JobMaster
+    # and task processes they fork start with it loaded (and can unpickle user programs). The
+    # list of modules to preload belongs to whoever starts the cluster (the CLI), not here.
     ('engine/runtime/cluster/dispatcher.py', 'rill.datastream'),
     ('engine/runtime/cluster/task_executor_actor.py', 'rill.datastream'),
+    # The collect sink opens the remote channel class of the cluster's collect service; the
+    # task process should register a channel factory with the endpoint instead (a change to
+    # the cluster's stream task actor, left to the cluster branches).
     ('operators/collect_sink.py', 'rill.runtime.cluster.collect_service'),
 }
 
