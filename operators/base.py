@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
 from rill.operators.checkpointed_function import restore_function_state, snapshot_function_state
 from rill.common.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
+from rill.state.operator_state import DefaultOperatorStateBackend
 
 if TYPE_CHECKING:  # pragma: no cover
     from rill.operators.context import StreamOperatorContext
@@ -206,7 +207,6 @@ class AbstractStreamOperator(OneInputStreamOperator):
         if backend is None:
             backend = getattr(self.context, "operator_state_backend", None)
             if backend is None:
-                from rill.state.operator_state import DefaultOperatorStateBackend  # noqa: PLC0415
                 backend = DefaultOperatorStateBackend(self.context.operator_name)
             if self._restored_operator_state:
                 backend.restore(self._restored_operator_state)

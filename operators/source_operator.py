@@ -12,6 +12,7 @@ from typing import Any, Iterator, List, Optional
 
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
 from rill.common.streamrecord import MAX_WATERMARK
+from rill.operators.watermark.timestamps_and_watermarks import TimestampsAndWatermarks
 
 __all__ = ["SourceOperator", "InputStatus"]
 
@@ -59,7 +60,6 @@ class SourceOperator(AbstractStreamOperator):
     def open(self) -> None:
         strategy = self.watermark_strategy
         if strategy is not None and not (strategy.is_no_watermarks and strategy.get_timestamp_assigner() is None):
-            from rill.operators.watermark.timestamps_and_watermarks import TimestampsAndWatermarks  # noqa: PLC0415
             ctx = self.context
             self._timestamps_and_watermarks = TimestampsAndWatermarks(strategy, ctx.operator_name)
             self._timestamps_and_watermarks.open(self.output, ctx.processing_time_service,
