@@ -31,6 +31,7 @@ import enum
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from rill.state.api import ListState
+from rill.state.backend import OperatorStateBackend
 from rill.state.descriptors import ListStateDescriptor, MapStateDescriptor
 from rill.state.operator_state_store import BroadcastState, OperatorStateStore, ReadOnlyBroadcastState
 
@@ -249,7 +250,7 @@ class ReadOnlyBroadcastStateView(ReadOnlyBroadcastState):
 
 # -- the backend --------------------------------------------------------------------------------
 
-class DefaultOperatorStateBackend(OperatorStateStore):
+class DefaultOperatorStateBackend(OperatorStateBackend):
     """Operator state of one subtask, on the heap (Flink's ``DefaultOperatorStateBackend``).
 
     A name identifies one state across all three kinds. Restored states (:meth:`restore`) are
