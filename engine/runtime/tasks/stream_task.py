@@ -17,12 +17,12 @@ from typing import List, Optional
 from rill.network.events import EndOfPartitionEvent
 from rill.operators.context import StreamOperatorContext
 from rill.operators.source_operator import InputStatus
+from rill.operators.state_initializer import StreamTaskStateInitializer
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
 from rill.common.streamrecord import Watermark, WatermarkStatus
-from rill.runtime.tasks.keyed_services import create_keyed_services
 from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.operators.base import attribute_error
 from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
@@ -50,6 +50,8 @@ class StreamTask:
             task_name=environment.task_name_with_subtasks,
         )
         self.metrics.idle_ns = lambda: self.mailbox_processor.idle_time_ns
+        #: builds every operator's state services (restored ones once checkpoints restore)
+        self.state_initializer = StreamTaskStateInitializer()
         self.operator_chain: Optional[OperatorChain] = None
         self.canceled = False
         self._flusher = None
@@ -75,7 +77,7 @@ class StreamTask:
             records_per_batch=env.records_per_batch,
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
         )
-        return create_keyed_services(ctx)
+        return self.state_initializer.initialize(ctx)
 
     # -- life cycle (task thread) ------------------------------------------------------------
     def invoke(self) -> None:
