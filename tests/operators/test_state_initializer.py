@@ -170,3 +170,19 @@ def test_backends_come_from_the_factories():
     ctx = initializer.initialize(_context(True))
     assert made == [(KeyGroupRange(0, 127), 128)]
     assert ctx.operator_state_backend.operator_name == "op!"
+
+
+def test_restored_timers_of_a_service_not_asked_for_are_kept_in_the_next_snapshot():
+    with keyed_harness() as before:
+        before.process_element(("a", 1), 1)
+        snapshot = before.snapshot()
+    renamed = OperatorSubtaskState(snapshot.checkpoint_id, snapshot.operator_state, snapshot.keyed_state,
+                                   {"other-timers": snapshot.timers["user-timers"]})
+    after = keyed_harness()
+    after.initialize_state(renamed)
+    after.open()
+    assert after.num_event_time_timers() == 0
+    again = after.snapshot()
+    assert again.timers["other-timers"] == snapshot.timers["user-timers"]
+    assert again.timers["user-timers"].key_groups == {}
+    after.close()
