@@ -3,7 +3,7 @@
 Follows Flink's ``org.apache.flink.runtime.io.network.api`` events (``EndOfPartitionEvent``,
 ``EndOfData``, ``CheckpointBarrier``) and ``runtime.event.RuntimeEvent``. Each event is its own
 entry in a subpartition's queue, between the buffers sent before and after it; a consumer sees
-it exactly at that position. A :class:`~rill.runtime.streamrecord.Watermark` travels the same way
+it exactly at that position. A :class:`~rill.common.streamrecord.Watermark` travels the same way
 (the writer flushes the records pending for a channel before adding it), so it needs no wrapper.
 
 In-process, events are passed as Python objects (Flink serializes them with ``EventSerializer``
@@ -17,7 +17,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 __all__ = [
     "RuntimeEvent",

@@ -40,7 +40,7 @@ import copy
 import enum
 from typing import Any, Optional, Sequence, Union
 
-from rill.datastream.functions import ReduceFunction
+from rill.common.functions import ReduceFunction
 
 __all__ = [
     "AggregationType",

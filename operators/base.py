@@ -22,8 +22,9 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
-from rill.datastream.checkpointed_function import restore_function_state, snapshot_function_state
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
+from rill.operators.checkpointed_function import restore_function_state, snapshot_function_state
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
+from rill.state.operator_state import DefaultOperatorStateBackend
 
 if TYPE_CHECKING:  # pragma: no cover
     from rill.operators.context import StreamOperatorContext
@@ -37,6 +38,7 @@ __all__ = [
     "AbstractStreamOperator",
     "AbstractUdfStreamOperator",
     "AbstractTwoInputStreamOperator",
+    "attribute_error",
 ]
 
 
@@ -50,6 +52,20 @@ class ChainingStrategy(enum.Enum):
     NEVER = "NEVER"
     HEAD = "HEAD"
     HEAD_WITH_SOURCES = "HEAD_WITH_SOURCES"
+
+
+def attribute_error(error: BaseException, operator_name: str) -> None:
+    """Record on ``error`` the name of the innermost operator it came out of (once).
+
+    The first output or task loop that sees an exception coming out of an operator tags it, so
+    the task reports which operator failed while the exception and its traceback stay as they
+    were.
+    """
+    if getattr(error, "_rill_operator", None) is None:
+        try:
+            error._rill_operator = operator_name  # type: ignore[attr-defined]
+        except AttributeError:  # exceptions with __slots__
+            pass
 
 
 class Output:
@@ -115,6 +131,11 @@ class StreamOperator:
     def get_operator_name(self) -> str:
         return type(self).__name__
 
+    def snapshot_state(self, checkpoint_id: int, timestamp: int) -> Dict[str, Tuple[str, List[Any]]]:
+        """The operator state to checkpoint as ``{name: (mode, entries)}`` (Flink's
+        ``StreamOperator.snapshotState``); none by default."""
+        return {}
+
 
 class OneInputStreamOperator(StreamOperator):
     """An operator with one input (Flink's ``OneInputStreamOperator`` plus ``BoundedOneInput``)."""
@@ -141,7 +162,8 @@ class AbstractStreamOperator(OneInputStreamOperator):
     Attributes set by :meth:`setup`: ``context`` (a ``StreamOperatorContext``), ``output``.
     """
 
-    context: "StreamOperatorContext"
+    #: set by :meth:`setup`
+    context: Optional["StreamOperatorContext"] = None
     output: Output
 
     def setup(self, context: "StreamOperatorContext", output: Output) -> None:
@@ -163,8 +185,7 @@ class AbstractStreamOperator(OneInputStreamOperator):
     # -- operator state (Flink's AbstractStreamOperator / StreamOperatorStateHandler) ---
     _operator_state_backend: Any = None
     _restored_operator_state: Optional[Dict[str, Any]] = None
-    #: the id of the checkpoint restored from (set by :meth:`restore_state`), or ``None``
-    restored_checkpoint_id: Optional[int] = None
+    _restored_checkpoint_id: Optional[int] = None
 
     def restore_state(self, operator_state: Optional[Mapping[str, Any]], checkpoint_id: Optional[int] = None) -> None:
         """Restore from a checkpoint: call after ``setup``, before ``initialize_state``.
@@ -176,11 +197,23 @@ class AbstractStreamOperator(OneInputStreamOperator):
         if self._operator_state_backend is not None:
             raise RuntimeError(f"{self.get_operator_name()}: restore_state() after the operator state was initialized")
         self._restored_operator_state = dict(operator_state or {})
-        self.restored_checkpoint_id = checkpoint_id
+        self._restored_checkpoint_id = checkpoint_id
 
     def is_restored(self) -> bool:
-        """Whether :meth:`restore_state` was called (Flink's ``isRestored``)."""
-        return self._restored_operator_state is not None
+        """Whether the operator restores from a snapshot (Flink's ``isRestored``): its state
+        services were restored by the ``StreamTaskStateInitializer``, or :meth:`restore_state`
+        was called."""
+        if self._restored_operator_state is not None:
+            return True
+        return self.context is not None and self.context.restored
+
+    @property
+    def restored_checkpoint_id(self) -> Optional[int]:
+        """The id of the checkpoint restored from (by :meth:`restore_state` or the state
+        initializer), or ``None``."""
+        if self._restored_operator_state is not None:
+            return self._restored_checkpoint_id
+        return None if self.context is None else self.context.restored_checkpoint_id
 
     @property
     def operator_state_backend(self) -> Any:
@@ -191,7 +224,6 @@ class AbstractStreamOperator(OneInputStreamOperator):
         if backend is None:
             backend = getattr(self.context, "operator_state_backend", None)
             if backend is None:
-                from rill.state.operator_state import DefaultOperatorStateBackend  # noqa: PLC0415
                 backend = DefaultOperatorStateBackend(self.context.operator_name)
             if self._restored_operator_state:
                 backend.restore(self._restored_operator_state)

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from rill.datastream.co_functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
+from rill.common.co_functions import BroadcastProcessFunction, KeyedBroadcastProcessFunction
 from rill.operators.co_operators import AbstractUdfTwoInputStreamOperator, fire_timer, run_process_batch
 from rill.operators.process import SimpleTimerService, _OnTimerContextMixin, _TimerServiceMixin
 from rill.operators.timer_service import InternalTimer, TimeDomain, Triggerable

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from rill.datastream.co_functions import CoProcessFunction, KeyedCoProcessFunction
+from rill.common.co_functions import CoProcessFunction, KeyedCoProcessFunction
 from rill.operators.simple import with_key_context
 from rill.operators.base import AbstractTwoInputStreamOperator, AbstractUdfStreamOperator, Output
 from rill.operators.process import (
@@ -44,7 +44,7 @@ from rill.operators.process import (
     run_process_batch,
 )
 from rill.operators.timer_service import InternalTimer, TimeDomain, Triggerable
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark
 
 __all__ = [
     "AbstractUdfTwoInputStreamOperator",

@@ -35,6 +35,9 @@ class StreamOperatorContext:
         union list and broadcast state; snapshotted per subtask).
     :param auto_watermark_interval_ms: period of watermark generators' ``on_periodic_emit``
         (0: never).
+    :param restored: whether the state services were restored from a snapshot (Flink's
+        ``StreamOperatorStateContext.isRestored``); set by the ``StreamTaskStateInitializer``.
+    :param restored_checkpoint_id: the id of the checkpoint restored from, if known.
     """
 
     task_name: str
@@ -57,6 +60,8 @@ class StreamOperatorContext:
     records_per_batch: int = 1024
     auto_watermark_interval_ms: int = 200
     operator_state_backend: Any = None
+    restored: bool = False
+    restored_checkpoint_id: Optional[int] = None
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -46,7 +46,7 @@ from bisect import bisect_left, bisect_right, insort
 from typing import Any, Dict, List, Optional
 
 from rill.common.time import to_milliseconds  # noqa: F401 - re-exported: the join API converts bounds with it
-from rill.datastream.co_functions import ProcessJoinFunction
+from rill.common.co_functions import ProcessJoinFunction
 from rill.operators.co_operators import AbstractUdfTwoInputStreamOperator
 from rill.operators.output_tag import OutputTag
 from rill.operators.timer_service import InternalTimer, Triggerable

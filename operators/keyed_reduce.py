@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from rill.datastream.functions import is_rich
+from rill.common.functions import is_rich
 from rill.operators.base import AbstractUdfStreamOperator
 from rill.state.api import VOID_NAMESPACE
 from rill.state.descriptors import ValueStateDescriptor

@@ -24,12 +24,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from rill.datastream.functions import KeyedProcessFunction, ProcessFunction, TimerService
+from rill.common.functions import KeyedProcessFunction, ProcessFunction, TimerService
 from rill.operators.base import AbstractUdfStreamOperator, Output
 from rill.operators.output_tag import OutputTag
 from rill.operators.simple import with_key_context
 from rill.operators.timer_service import InternalTimer, InternalTimerService, TimeDomain, Triggerable
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark
 from rill.state.api import VOID_NAMESPACE
 
 __all__ = [

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, Optional
 
-from rill.datastream.functions import RuntimeContext
+from rill.common.functions import RuntimeContext
+from rill import state as _state_module
 from rill.operators.context import StreamOperatorContext
 
 __all__ = ["StreamingRuntimeContext"]
@@ -71,8 +72,6 @@ class StreamingRuntimeContext(RuntimeContext):
         return backend
 
     def _state(self, descriptor: Any, kind: str) -> Any:
-        from rill import state as _state_module  # late: rill.state imports rill.datastream
-
         expected = getattr(_state_module, kind)
         if not isinstance(descriptor, expected):
             raise TypeError(

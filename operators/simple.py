@@ -24,7 +24,7 @@ from __future__ import annotations
 from itertools import chain, compress
 from typing import Any, Callable, List, Optional
 
-from rill.datastream.functions import is_rich
+from rill.common.functions import is_rich
 from rill.operators.base import AbstractUdfStreamOperator, Output
 
 __all__ = ["StreamMap", "StreamFlatMap", "StreamFilter", "with_key_context"]

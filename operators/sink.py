@@ -8,7 +8,7 @@ from typing import Any, List, Optional
 
 from rill.operators.base import AbstractUdfStreamOperator, Output
 from rill.operators.simple import with_key_context
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark
 
 __all__ = ["StreamSink", "SinkContext"]
 

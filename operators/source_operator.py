@@ -11,8 +11,8 @@ import enum
 from typing import Any, Iterator, List, Optional
 
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
+from rill.common.streamrecord import MAX_WATERMARK
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks, TimestampsAndWatermarks
-from rill.runtime.streamrecord import MAX_WATERMARK
 
 __all__ = ["SourceOperator", "InputStatus"]
 

@@ -3,10 +3,14 @@
 code tests its operators and functions with them.
 
 A harness runs one operator instance as one subtask would, on the same code path production
-uses: the operator gets a real :class:`~rill.operators.context.StreamOperatorContext` with a
-:class:`~rill.operators.runtime_context.StreamingRuntimeContext`, the keyed harness a real
-``HeapKeyedStateBackend`` over the subtask's key-group range and a real
-:class:`~rill.operators.timer_service.InternalTimeServiceManager`; processing time is a
+uses: the operator gets a real :class:`~rill.operators.context.StreamOperatorContext` whose
+state services come from the task's
+:class:`~rill.operators.state_initializer.StreamTaskStateInitializer` (a
+:class:`~rill.operators.runtime_context.StreamingRuntimeContext`, an operator state backend,
+and for the keyed harness a ``HeapKeyedStateBackend`` over the subtask's key-group range and an
+:class:`~rill.operators.timer_service.InternalTimeServiceManager`); :meth:`snapshot` and
+``initialize_state(restored)`` take the operator's state into an ``OperatorSubtaskState`` and
+back, as checkpoints and recovery will; processing time is a
 ``TestProcessingTimeService`` that the test advances with :meth:`set_processing_time` (due
 timers fire synchronously, in order). Only the output differs: a collecting ``Output`` that
 records every record and watermark in emission order, side outputs per ``OutputTag``, and
@@ -32,12 +36,10 @@ from typing import Any, Callable, Dict, List, Optional, Union
 from rill.operators.base import OneInputStreamOperator, Output
 from rill.operators.context import StreamOperatorContext
 from rill.operators.output_tag import OutputTag
-from rill.operators.runtime_context import StreamingRuntimeContext
-from rill.operators.timer_service import InternalTimeServiceManager
-from rill.runtime.streamrecord import StreamRecord, Watermark
-from rill.runtime.tasks.processing_time_service import TestProcessingTimeService
-from rill.state.heap import HeapKeyedStateBackend
-from rill.state.key_groups import compute_key_group_range_for_operator_index
+from rill.common.streamrecord import StreamRecord, Watermark
+from rill.operators.processing_time_service import TestProcessingTimeService
+from rill.operators.state_initializer import StreamTaskStateInitializer, snapshot_operator_state
+from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 
 __all__ = [
     "CollectingOutput",
@@ -147,16 +149,17 @@ class OneInputStreamOperatorTestHarness:
             processing_time_service=self.processing_time_service,
             job_parameters=dict(job_parameters or {}),
         )
-        self._setup_keyed_services()
-        self.context.runtime_context = StreamingRuntimeContext(self.context)
+        self._set_key_selectors()
+        self._state_initializer = StreamTaskStateInitializer()
+        self._state_initializer.initialize(self.context)
         self._is_setup = False
         self._is_initialized = False
         self._is_open = False
         self._is_finished = False
         self._is_closed = False
 
-    def _setup_keyed_services(self) -> None:
-        """Non-keyed: no backend, no timers."""
+    def _set_key_selectors(self) -> None:
+        """Non-keyed: no state key selector, so no keyed backend and no timers."""
 
     # -- life cycle --------------------------------------------------------------------
     def setup(self) -> None:
@@ -165,8 +168,22 @@ class OneInputStreamOperatorTestHarness:
             self.operator.setup(self.context, self.output)
             self._is_setup = True
 
-    def initialize_state(self) -> None:
-        """``setup`` if needed, then ``operator.initialize_state()``."""
+    def initialize_state(self, restored: Optional[OperatorSubtaskState] = None) -> None:
+        """``setup`` if needed, then ``operator.initialize_state()`` (Flink's
+        ``initializeState``).
+
+        :param restored: restore the operator from this snapshot (as :meth:`snapshot` gives
+            it, or one of several harnesses' for rescaling): the state services are rebuilt
+            from it, as the task does on recovery.
+        :raises RuntimeError: if ``restored`` is given after the state was initialized.
+        """
+        if restored is not None:
+            if self._is_initialized:
+                raise RuntimeError("initialize_state(restored) after the operator state was initialized")
+            manager = self.context.timer_service_manager
+            if manager is not None:
+                manager.close()
+            self._state_initializer.initialize(self.context, restored)
         self.setup()
         if not self._is_initialized:
             self.operator.initialize_state()
@@ -279,6 +296,17 @@ class OneInputStreamOperatorTestHarness:
         return list(self.output.side_outputs.get(output_tag, ()))
 
     # -- timers, state -----------------------------------------------------------------
+    def snapshot(self, checkpoint_id: int = 0, timestamp: int = 0) -> OperatorSubtaskState:
+        """The operator's state now (operator state, keyed state, timers), as a checkpoint
+        takes it (Flink's ``snapshot``); another harness restores from it with
+        :meth:`initialize_state`.
+
+        :param checkpoint_id: the checkpoint's id.
+        :param timestamp: the checkpoint's timestamp, epoch ms.
+        """
+        self.setup()
+        return snapshot_operator_state(self.operator, checkpoint_id, timestamp)
+
     def num_event_time_timers(self) -> int:
         manager = self.context.timer_service_manager
         return 0 if manager is None else manager.num_event_time_timers()
@@ -326,15 +354,8 @@ class KeyedOneInputStreamOperatorTestHarness(OneInputStreamOperatorTestHarness):
         self.key_type = key_type
         super().__init__(operator, max_parallelism, parallelism, subtask_index, **kwargs)
 
-    def _setup_keyed_services(self) -> None:
-        ctx = self.context
-        key_groups = compute_key_group_range_for_operator_index(
-            self.max_parallelism, self.parallelism, self.subtask_index
-        )
-        backend = HeapKeyedStateBackend(key_groups, self.max_parallelism)
-        ctx.key_selector = self.key_selector
-        ctx.keyed_state_backend = backend
-        ctx.timer_service_manager = InternalTimeServiceManager(key_groups, backend, self.processing_time_service)
+    def _set_key_selectors(self) -> None:
+        self.context.key_selector = self.key_selector
 
     def get_current_key(self) -> Any:
         return self.context.keyed_state_backend.get_current_key()

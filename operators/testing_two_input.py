@@ -27,10 +27,7 @@ from typing import Any, Callable, List, Optional, Union
 
 from rill.operators.base import TwoInputStreamOperator
 from rill.operators.testing import OneInputStreamOperatorTestHarness
-from rill.operators.timer_service import InternalTimeServiceManager
-from rill.runtime.streamrecord import StreamRecord, Watermark, WatermarkStatus
-from rill.state.heap import HeapKeyedStateBackend
-from rill.state.key_groups import compute_key_group_range_for_operator_index
+from rill.common.streamrecord import StreamRecord, Watermark, WatermarkStatus
 
 __all__ = ["TwoInputStreamOperatorTestHarness", "KeyedTwoInputStreamOperatorTestHarness"]
 
@@ -171,15 +168,9 @@ class KeyedTwoInputStreamOperatorTestHarness(TwoInputStreamOperatorTestHarness):
             raise TypeError(f"{what} must be a KeySelector or a callable, got {selector!r}")
         return fn
 
-    def _setup_keyed_services(self) -> None:
-        ctx = self.context
-        key_groups = compute_key_group_range_for_operator_index(self.max_parallelism, self.parallelism,
-                                                                self.subtask_index)
-        backend = HeapKeyedStateBackend(key_groups, self.max_parallelism)
-        ctx.key_selector = self.key_selector1
-        ctx.key_selector2 = self.key_selector2
-        ctx.keyed_state_backend = backend
-        ctx.timer_service_manager = InternalTimeServiceManager(key_groups, backend, self.processing_time_service)
+    def _set_key_selectors(self) -> None:
+        self.context.key_selector = self.key_selector1
+        self.context.key_selector2 = self.key_selector2
 
     def get_current_key(self) -> Any:
         return self.context.keyed_state_backend.get_current_key()

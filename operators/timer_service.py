@@ -37,9 +37,10 @@ from __future__ import annotations
 import enum
 import heapq
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.state.checkpoint.operator_subtask_state import TimerServiceSnapshot, TimersOfKeyGroup
 from rill.state.key_groups import KeyGroupRange
 
 __all__ = [
@@ -361,6 +362,29 @@ class InternalTimerService:
         if head is not None and (self._next_timer is None or head[0] < _scheduled_time(self._next_timer)):
             self._schedule(head[0])
 
+    def snapshot(self) -> TimerServiceSnapshot:
+        """Every timer, key group by key group, each domain in registration order (what
+        Flink writes per key group through ``InternalTimerServiceSerializationProxy``)."""
+        key_groups = {}
+        for key_group in self.key_group_range:
+            offset = key_group - self._start
+            event = tuple(self._event_time_timers.timers_of(offset))
+            processing = tuple(self._processing_time_timers.timers_of(offset))
+            if event or processing:
+                key_groups[key_group] = TimersOfKeyGroup(event, processing)
+        return TimerServiceSnapshot(key_groups)
+
+    def restore(self, snapshot: TimerServiceSnapshot) -> None:
+        """Add the timers of ``snapshot``'s key groups that lie in this service's range (the
+        others belong to another subtask after rescaling)."""
+        for key_group, timers in snapshot.key_groups.items():
+            if self.key_group_range.contains(key_group):
+                self.restore_timers_for_key_group(
+                    key_group,
+                    [InternalTimer(*t) for t in timers.event_time],
+                    [InternalTimer(*t) for t in timers.processing_time],
+                )
+
     def _offset_of(self, key_group: int) -> int:
         if not self.key_group_range.contains(key_group):
             raise ValueError(f"Key group {key_group} is not in {self.key_group_range}.")
@@ -388,13 +412,18 @@ class InternalTimeServiceManager:
     :param key_group_range: the subtask's key groups.
     :param key_context: the operator's keyed state backend (current key, key group).
     :param processing_time_service: the task's ``ProcessingTimeService``.
+    :param restored: timer service name -> its restored timers; a service gets them when the
+        operator first asks for it (as Flink's ``InternalTimeServiceManagerImpl``), so timers
+        only fire once their triggerable is bound.
     """
 
-    def __init__(self, key_group_range: KeyGroupRange, key_context: Any, processing_time_service: Any) -> None:
+    def __init__(self, key_group_range: KeyGroupRange, key_context: Any, processing_time_service: Any,
+                 restored: Optional[Mapping[str, TimerServiceSnapshot]] = None) -> None:
         self.key_group_range = key_group_range
         self._key_context = key_context
         self._processing_time_service = processing_time_service
         self._services: Dict[str, InternalTimerService] = {}
+        self._restored: Dict[str, TimerServiceSnapshot] = dict(restored or {})
 
     def get_internal_timer_service(self, name: str, triggerable: Triggerable) -> InternalTimerService:
         """The service called ``name``, created on first use; ``triggerable`` receives its
@@ -405,6 +434,9 @@ class InternalTimeServiceManager:
                 name, self.key_group_range, self._key_context, self._processing_time_service, triggerable
             )
             self._services[name] = service
+            restored = self._restored.pop(name, None)
+            if restored is not None:
+                service.restore(restored)
         else:
             service._triggerable = triggerable
         return service
@@ -412,6 +444,13 @@ class InternalTimeServiceManager:
     def get_timer_services(self) -> Dict[str, InternalTimerService]:
         """The services by name, in creation order (for snapshots)."""
         return dict(self._services)
+
+    def snapshot(self) -> Dict[str, TimerServiceSnapshot]:
+        """Every service's timers by name; restored timers of a service the operator has not
+        asked for yet are kept as they were restored."""
+        snapshots = dict(self._restored)
+        snapshots.update((name, service.snapshot()) for name, service in self._services.items())
+        return snapshots
 
     def advance_watermark(self, timestamp: int) -> None:
         """Advance every service's watermark to ``timestamp`` (ms), firing due event-time

@@ -4,7 +4,9 @@ backend with state TTL, and the operator state backend (Flink's
 
 Modules: :mod:`~rill.state.key_groups` (key groups and their assignment),
 :mod:`~rill.state.descriptors` (state descriptors), :mod:`~rill.state.api` (the state
-interfaces user functions see), :mod:`~rill.state.state_table` (per-state storage by key
+interfaces user functions see), :mod:`~rill.state.backend` (the keyed and operator state
+backend interfaces), :mod:`~rill.state.checkpoint` (the snapshot record of one operator
+subtask), :mod:`~rill.state.state_table` (per-state storage by key
 group), :mod:`~rill.state.heap_states` (heap state objects), :mod:`~rill.state.heap`
 (``HeapKeyedStateBackend``), :mod:`~rill.state.ttl` (``StateTtlConfig`` and the TTL states) and
 :mod:`~rill.state.operator_state` (``DefaultOperatorStateBackend``, broadcast state,
@@ -24,6 +26,8 @@ from rill.state.api import (
     ValueState,
     VoidNamespace,
 )
+from rill.state.backend import KeyedStateBackend, OperatorStateBackend
+from rill.state.checkpoint import KeyedStateSnapshot, OperatorSubtaskState, TimerServiceSnapshot, TimersOfKeyGroup
 from rill.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -111,6 +115,13 @@ __all__ = [
     "AggregatingState",
     "MapState",
     "InternalKvState",
+    # backend interfaces and the snapshot record they meet in
+    "KeyedStateBackend",
+    "OperatorStateBackend",
+    "OperatorSubtaskState",
+    "KeyedStateSnapshot",
+    "TimerServiceSnapshot",
+    "TimersOfKeyGroup",
     # heap backend
     "StateTable",
     "AbstractHeapState",

@@ -13,12 +13,9 @@ are. Snapshots (a later issue) use it to write typed Parquet columns.
 from __future__ import annotations
 
 import enum
-from typing import TYPE_CHECKING, Any, Callable, Union
+from typing import Any, Callable, Union
 
-if TYPE_CHECKING:  # pragma: no cover
-    # Not imported at run time: rill.datastream imports the whole API (and, through
-    # rill.datastream.state, rill.state itself); the functions are checked by their methods.
-    from rill.datastream.functions import AggregateFunction, ReduceFunction
+from rill.common.functions import AggregateFunction, ReduceFunction
 
 __all__ = [
     "StateType",

@@ -20,9 +20,12 @@ are the plain heap states, with nothing added to their access path.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+import copy
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from rill.state.api import VOID_NAMESPACE
+from rill.state.backend import KeyedStateBackend
+from rill.state.checkpoint.operator_subtask_state import KeyedStateSnapshot
 from rill.state.descriptors import StateDescriptor, StateType
 from rill.state.heap_states import (
     AbstractHeapState,
@@ -63,7 +66,7 @@ _STATE_CLASSES = {
 }
 
 
-class HeapKeyedStateBackend:
+class HeapKeyedStateBackend(KeyedStateBackend):
     """Keyed state of one subtask, on the heap (Flink's ``HeapKeyedStateBackend``).
 
     :param key_group_range: the key groups this subtask owns
@@ -352,6 +355,73 @@ class HeapKeyedStateBackend:
     def get_registered_state_names(self) -> List[str]:
         """Names of the registered states, in registration order."""
         return list(self._tables)
+
+    def snapshot(self) -> KeyedStateSnapshot:
+        """Every registered state's entries, key group by key group, as a
+        :class:`~rill.state.checkpoint.operator_subtask_state.KeyedStateSnapshot`; stored values
+        are deep copies, so later updates (also in place) do not change it. Expired TTL values
+        are left out as :meth:`iter_snapshot_entries` does.
+
+        Cost: a pass over every entry and a ``copy.deepcopy`` of the stored values, on the
+        calling (task) thread.
+
+        :raises RuntimeError: after :meth:`dispose`.
+        """
+        if self._disposed:
+            raise RuntimeError("The keyed state backend has been disposed")
+        key_groups: Dict[int, Dict[str, Tuple[Tuple[Any, Any, Any], ...]]] = {}
+        for name, table in self._tables.items():
+            transform = self.get_snapshot_transformer(name)
+            for key_group in self.key_group_range:
+                entries = list(table.iter_key_group(key_group))
+                if transform is not None:
+                    entries = [(k, ns, kept) for k, ns, stored in entries
+                               if (kept := transform(stored)) is not None]
+                if entries:
+                    key_groups.setdefault(key_group, {})[name] = tuple(copy.deepcopy(entries))
+        return KeyedStateSnapshot(
+            max_parallelism=self.max_parallelism,
+            key_group_range=self.key_group_range,
+            descriptors={name: table.descriptor for name, table in self._tables.items()},
+            key_groups=key_groups,
+        )
+
+    def restore(self, snapshots: Sequence[KeyedStateSnapshot]) -> None:
+        """Load the entries of ``snapshots`` whose key groups lie in this backend's range
+        (others are skipped: after rescaling they belong to another subtask), registering each
+        snapshot's states with its descriptors. Stored values are deep-copied in, so the
+        snapshots stay as they were. Existing entries of the same key and namespace are
+        replaced.
+
+        :raises ValueError: if a snapshot's max parallelism differs from the backend's, or a
+            state name is registered here with another kind of state; nothing is loaded then.
+        :raises RuntimeError: after :meth:`dispose`.
+        """
+        if self._disposed:
+            raise RuntimeError("The keyed state backend has been disposed")
+        for snap in snapshots:
+            if snap.max_parallelism != self.max_parallelism:
+                raise ValueError(
+                    f"Cannot restore keyed state of max parallelism {snap.max_parallelism} into a "
+                    f"backend of max parallelism {self.max_parallelism} (the key groups differ)"
+                )
+            for name, descriptor in snap.descriptors.items():
+                table = self._tables.get(name)
+                if table is not None and table.descriptor.state_type is not descriptor.state_type:
+                    raise ValueError(
+                        f"Cannot restore state '{name}' as a {descriptor.state_type.name} state: "
+                        f"it is registered as a {table.descriptor.state_type.name} state"
+                    )
+        for snap in snapshots:
+            for descriptor in snap.descriptors.values():
+                self._get_or_create(descriptor)
+            for key_group, states in snap.key_groups.items():
+                if not self.key_group_range.contains(key_group):
+                    continue
+                for name, entries in states.items():
+                    table = self._tables[name]
+                    for key, namespace, stored in copy.deepcopy(entries):
+                        table.put(key, key_group, namespace, stored)
 
     # -- whole-backend access ---------------------------------------------------------------
     def get_keys(self, state_name: str, namespace: Any) -> Iterator[Any]:

@@ -27,12 +27,13 @@ Threading: a backend belongs to one subtask and is used from its task thread onl
 
 from __future__ import annotations
 
-import abc
 import enum
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
-from rill.state.api import ListState, _ReadableMap, _WritableMap
+from rill.state.api import ListState
+from rill.state.backend import OperatorStateBackend
 from rill.state.descriptors import ListStateDescriptor, MapStateDescriptor
+from rill.state.operator_state_store import BroadcastState, OperatorStateStore, ReadOnlyBroadcastState
 
 __all__ = [
     "OperatorStateMode",
@@ -63,52 +64,6 @@ class OperatorStateMode(enum.Enum):
     UNION = "UNION"
     #: give one copy (all subtasks hold the same) to every new subtask
     BROADCAST = "BROADCAST"
-
-
-# -- interfaces ---------------------------------------------------------------------------------
-
-class OperatorStateStore(abc.ABC):
-    """Where a function registers operator state (Flink's ``OperatorStateStore``)."""
-
-    @abc.abstractmethod
-    def get_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
-        """The ``SPLIT_DISTRIBUTE`` list state of ``state_descriptor``, created on first use."""
-
-    @abc.abstractmethod
-    def get_union_list_state(self, state_descriptor: ListStateDescriptor) -> ListState:
-        """The ``UNION`` list state of ``state_descriptor``, created on first use."""
-
-    @abc.abstractmethod
-    def get_broadcast_state(self, state_descriptor: MapStateDescriptor) -> "BroadcastState":
-        """The broadcast state of ``state_descriptor``, created on first use."""
-
-    @abc.abstractmethod
-    def get_registered_state_names(self) -> List[str]:
-        """Names of the registered list states (split and union)."""
-
-    @abc.abstractmethod
-    def get_registered_broadcast_state_names(self) -> List[str]:
-        """Names of the registered broadcast states."""
-
-
-class ReadOnlyBroadcastState(_ReadableMap):
-    """Read access to a broadcast state (PyFlink's ``ReadOnlyBroadcastState``): what the
-    non-broadcast side of a broadcast operator sees. Do not modify returned values.
-
-    ``get``, ``contains``, ``items``, ``keys``, ``values``, ``is_empty``, ``[key]``, ``in`` and
-    iteration (over the keys) come from the shared map interface in :mod:`rill.state.api`."""
-
-    __slots__ = ()
-
-
-class BroadcastState(ReadOnlyBroadcastState, _WritableMap):
-    """A map that every subtask of an operator holds identically (PyFlink's ``BroadcastState``).
-    The user must guarantee that all subtasks store the same mappings: on restore each new
-    subtask gets the copy of one old subtask.
-
-    Adds ``put``, ``put_all``, ``remove``, ``[key] = value`` and ``del [key]``."""
-
-    __slots__ = ()
 
 
 # -- implementations ----------------------------------------------------------------------------
@@ -295,7 +250,7 @@ class ReadOnlyBroadcastStateView(ReadOnlyBroadcastState):
 
 # -- the backend --------------------------------------------------------------------------------
 
-class DefaultOperatorStateBackend(OperatorStateStore):
+class DefaultOperatorStateBackend(OperatorStateBackend):
     """Operator state of one subtask, on the heap (Flink's ``DefaultOperatorStateBackend``).
 
     A name identifies one state across all three kinds. Restored states (:meth:`restore`) are

@@ -36,20 +36,13 @@ import inspect
 from dataclasses import dataclass
 from typing import Any, Callable, Optional, Union
 
+from rill.common import eventtime as g
+from rill.common.eventtime import WatermarkGenerator, WatermarkOutput, WatermarksWithIdleness
 from rill.common.time import Duration
 
 __all__ = ["WatermarkStrategy", "TimestampAssigner", "WatermarkAlignmentParams"]
-
-# Generator interfaces live with the runtime (rill.operators.watermark) and are imported lazily
-# here so that rill.common never imports rill.operators at import time.
-_LAZY = ("WatermarkGenerator", "WatermarkOutput")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        from rill.operators.watermark import generators  # noqa: PLC0415
-        return getattr(generators, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# WatermarkGenerator and WatermarkOutput (rill.common.eventtime) are reachable here too, as in
+# PyFlink's watermark_strategy module.
 
 
 class TimestampAssigner(abc.ABC):
@@ -119,7 +112,6 @@ class _BuiltinGenerator:
         self.kind, self.out_of_orderness_ms = state
 
     def __call__(self, context: Any) -> Any:
-        from rill.operators.watermark import generators as g  # noqa: PLC0415
         if self.kind == "monotonous":
             return g.AscendingTimestampsWatermarks()
         if self.kind == "bounded":
@@ -331,7 +323,6 @@ class WatermarkStrategy:
         supplier = self._generator_supplier
         generator = supplier(context) if self._supplier_takes_context else supplier()
         if self._idle_timeout_ms is not None:
-            from rill.operators.watermark.generators import WatermarksWithIdleness  # noqa: PLC0415
             generator = WatermarksWithIdleness(generator, self._idle_timeout_ms,
                                                context.get_input_activity_clock())
         return generator

@@ -26,6 +26,12 @@ from rill.datastream import co_functions as CF
 from rill.datastream import functions as F
 from rill.datastream.data_stream import DataStream, KeyedStream
 from rill.graph.transformations import TwoInputTransformation
+from rill.operators.broadcast import (
+    CoBroadcastWithKeyedOperator,
+    CoBroadcastWithNonKeyedOperator,
+    check_broadcast_state_descriptors,
+)
+from rill.operators.co_operators import CoProcessOperator, CoStreamFlatMap, CoStreamMap, KeyedCoProcessOperator
 from rill.operators.factory import SimpleOperatorFactory
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,7 +117,6 @@ class ConnectedStreams:
 
         :raises TypeError: unless ``func`` is a ``CoMapFunction``.
         """
-        from rill.operators.co_operators import CoStreamMap  # noqa: PLC0415
         _check_function(func, (CF.CoMapFunction,), "ConnectedStreams.map")
         return self._transform("Co-Map", CoStreamMap(func), output_type)
 
@@ -120,7 +125,6 @@ class ConnectedStreams:
 
         :raises TypeError: unless ``func`` is a ``CoFlatMapFunction``.
         """
-        from rill.operators.co_operators import CoStreamFlatMap  # noqa: PLC0415
         _check_function(func, (CF.CoFlatMapFunction,), "ConnectedStreams.flat_map")
         return self._transform("Co-Flat Map", CoStreamFlatMap(func), output_type)
 
@@ -132,7 +136,6 @@ class ConnectedStreams:
         :raises TypeError: for another function, or a ``KeyedCoProcessFunction`` on inputs that
             are not both keyed.
         """
-        from rill.operators.co_operators import CoProcessOperator, KeyedCoProcessOperator  # noqa: PLC0415
         _check_function(func, (CF.CoProcessFunction, CF.KeyedCoProcessFunction), "ConnectedStreams.process")
         if isinstance(func, CF.KeyedCoProcessFunction):
             if not self._is_keyed():
@@ -158,7 +161,6 @@ class BroadcastStream:
     """
 
     def __init__(self, broadcast_partitioned: DataStream, broadcast_state_descriptors: List[Any]) -> None:
-        from rill.operators.broadcast import check_broadcast_state_descriptors  # noqa: PLC0415
         self._stream = broadcast_partitioned
         self._env = broadcast_partitioned.get_execution_environment()
         self._descriptors = check_broadcast_state_descriptors(broadcast_state_descriptors, "DataStream.broadcast")
@@ -212,7 +214,6 @@ class BroadcastConnectedStream:
         :raises TypeError: for another function, or the wrong kind for input 1 (Flink's
             messages).
         """
-        from rill.operators.broadcast import CoBroadcastWithKeyedOperator, CoBroadcastWithNonKeyedOperator  # noqa: PLC0415
         _check_function(func, (CF.BroadcastProcessFunction, CF.KeyedBroadcastProcessFunction),
                         "BroadcastConnectedStream.process")
         data = self.non_broadcast_stream

@@ -23,6 +23,12 @@ from rill.graph.transformations import (
     UnionTransformation,
 )
 from rill.network import partitioner as P
+from rill import operators as ops
+from rill.common.watermark_strategy import WatermarkStrategy
+from rill.operators.collect_sink import CollectSinkOperator, register_channel, release_channel
+from rill.operators.file_sink import FileSinkOperator
+from rill.operators.print_sink import PrintSinkOperator
+from rill.operators.watermark import TimestampsAndWatermarksOperator
 from rill.operators.base import ChainingStrategy
 from rill.operators.factory import SimpleOperatorFactory
 from rill.state.key_groups import DEFAULT_LOWER_BOUND_MAX_PARALLELISM
@@ -32,11 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from rill.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
 __all__ = ["DataStream", "KeyedStream", "DataStreamSink", "CloseableIterator"]
-
-
-def _ops():
-    from rill import operators as ops  # noqa: PLC0415 - resolved lazily, operators import the API's functions
-    return ops
 
 
 class _OperatorSettings:
@@ -153,15 +154,15 @@ class DataStream(_OperatorSettings):
 
     def map(self, func: Union[Callable[[Any], Any], F.MapFunction], output_type=None) -> "DataStream":
         fn = F.wrap(func, F.MapFunction, "DataStream.map")
-        return self._one_input("Map", _ops().StreamMap(fn), output_type, self._keyed())
+        return self._one_input("Map", ops.StreamMap(fn), output_type, self._keyed())
 
     def flat_map(self, func: Union[Callable[[Any], Any], F.FlatMapFunction], output_type=None) -> "DataStream":
         fn = F.wrap(func, F.FlatMapFunction, "DataStream.flat_map")
-        return self._one_input("FlatMap", _ops().StreamFlatMap(fn), output_type, self._keyed())
+        return self._one_input("FlatMap", ops.StreamFlatMap(fn), output_type, self._keyed())
 
     def filter(self, func: Union[Callable[[Any], bool], F.FilterFunction]) -> "DataStream":
         fn = F.wrap(func, F.FilterFunction, "DataStream.filter")
-        return self._one_input("Filter", _ops().StreamFilter(fn), self._transformation.output_type, self._keyed())
+        return self._one_input("Filter", ops.StreamFilter(fn), self._transformation.output_type, self._keyed())
 
     def process(self, func: F.ProcessFunction, output_type=None) -> "DataStream":
         if isinstance(func, F.KeyedProcessFunction):
@@ -169,7 +170,7 @@ class DataStream(_OperatorSettings):
                 "DataStream.process got a KeyedProcessFunction: key the stream first with key_by()"
             )
         fn = F.wrap(func, F.ProcessFunction, "DataStream.process")
-        return self._one_input("Process", _ops().ProcessOperator(fn), output_type)
+        return self._one_input("Process", ops.ProcessOperator(fn), output_type)
 
     def assign_timestamps_and_watermarks(self, watermark_strategy) -> "DataStream":
         """Assign event timestamps and generate watermarks with ``watermark_strategy`` (a
@@ -183,8 +184,6 @@ class DataStream(_OperatorSettings):
         :raises ValueError: for a strategy with watermark alignment on a stream that is not a
             source's.
         """
-        from rill.common.watermark_strategy import WatermarkStrategy  # noqa: PLC0415
-        from rill.operators.watermark import TimestampsAndWatermarksOperator  # noqa: PLC0415
         if not isinstance(watermark_strategy, WatermarkStrategy):
             raise TypeError(
                 f"assign_timestamps_and_watermarks expects a WatermarkStrategy, got {watermark_strategy!r}"
@@ -308,19 +307,16 @@ class DataStream(_OperatorSettings):
 
     def print(self, sink_identifier: Optional[str] = None) -> "DataStreamSink":
         """Print each record to stdout (``"<subtask>> "`` prefix when parallelism > 1)."""
-        from rill.operators.print_sink import PrintSinkOperator  # noqa: PLC0415
         return self._sink("Print to Std. Out", PrintSinkOperator(sink_identifier))
 
     def add_sink(self, sink_func: Union[Callable[[Any], None], F.SinkFunction]) -> "DataStreamSink":
         fn = F.wrap(sink_func, F.SinkFunction, "DataStream.add_sink")
-        return self._sink("Unnamed", _ops().StreamSink(fn))
+        return self._sink("Unnamed", ops.StreamSink(fn))
 
     def sink_to(self, sink) -> "DataStreamSink":
         """Write to a sink object: ``FileSink`` or ``CollectSink``."""
         from rill.datastream.connectors.collect import CollectSink  # noqa: PLC0415
         from rill.datastream.connectors.file_system import FileSink  # noqa: PLC0415
-        from rill.operators.collect_sink import CollectSinkOperator  # noqa: PLC0415
-        from rill.operators.file_sink import FileSinkOperator  # noqa: PLC0415
         if isinstance(sink, FileSink):
             return self._sink("FileSink", FileSinkOperator(sink))
         if isinstance(sink, CollectSink):
@@ -331,7 +327,6 @@ class DataStream(_OperatorSettings):
                             limit: Optional[int] = None) -> Union["CloseableIterator", List[Any]]:
         """Run the job and iterate over this stream's records. With ``limit``, return a list
         of at most ``limit`` records (the job is cancelled once they have arrived)."""
-        from rill.operators.collect_sink import CollectSinkOperator, register_channel  # noqa: PLC0415
         channel = register_channel(max_batches=64)
         self._sink("Collect", CollectSinkOperator(channel.channel_id)).name("Collect Stream Sink")
         client = self._env.execute_async(job_execution_name or "Collect job", _collect_channel=channel)
@@ -365,11 +360,11 @@ class KeyedStream(DataStream):
     def process(self, func: F.KeyedProcessFunction, output_type=None) -> DataStream:
         if not isinstance(func, F.KeyedProcessFunction):
             if isinstance(func, F.ProcessFunction):
-                return self._one_input("Process", _ops().ProcessOperator(func), output_type, self)
+                return self._one_input("Process", ops.ProcessOperator(func), output_type, self)
             raise TypeError(
                 f"KeyedStream.process expects a KeyedProcessFunction, got {type(func).__name__}"
             )
-        return self._one_input("KeyedProcess", _ops().KeyedProcessOperator(func), output_type, self)
+        return self._one_input("KeyedProcess", ops.KeyedProcessOperator(func), output_type, self)
 
     def window(self, window_assigner) -> "WindowedStream":
         """Windows per key (Flink's ``KeyedStream.window``)."""
@@ -383,25 +378,25 @@ class KeyedStream(DataStream):
 
     def reduce(self, func: Union[Callable[[Any, Any], Any], F.ReduceFunction]) -> DataStream:
         fn = F.wrap(func, F.ReduceFunction, "KeyedStream.reduce")
-        return self._one_input("Reduce", _ops().StreamGroupedReduce(fn), self._transformation.output_type, self)
+        return self._one_input("Reduce", ops.StreamGroupedReduce(fn), self._transformation.output_type, self)
 
     def _aggregate(self, name: str, agg) -> DataStream:
-        return self._one_input(name, _ops().StreamGroupedReduce(agg), self._transformation.output_type, self)
+        return self._one_input(name, ops.StreamGroupedReduce(agg), self._transformation.output_type, self)
 
     def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
-        return self._aggregate("Sum", _ops().SumAggregator(position_to_sum))
+        return self._aggregate("Sum", ops.SumAggregator(position_to_sum))
 
     def min(self, position_to_min: Union[int, str] = 0) -> DataStream:
-        return self._aggregate("Min", _ops().MinAggregator(position_to_min))
+        return self._aggregate("Min", ops.MinAggregator(position_to_min))
 
     def max(self, position_to_max: Union[int, str] = 0) -> DataStream:
-        return self._aggregate("Max", _ops().MaxAggregator(position_to_max))
+        return self._aggregate("Max", ops.MaxAggregator(position_to_max))
 
     def min_by(self, position_to_min_by: Union[int, str] = 0) -> DataStream:
-        return self._aggregate("MinBy", _ops().MinByAggregator(position_to_min_by))
+        return self._aggregate("MinBy", ops.MinByAggregator(position_to_min_by))
 
     def max_by(self, position_to_max_by: Union[int, str] = 0) -> DataStream:
-        return self._aggregate("MaxBy", _ops().MaxByAggregator(position_to_max_by))
+        return self._aggregate("MaxBy", ops.MaxByAggregator(position_to_max_by))
 
     def interval_join(self, other: "KeyedStream"):
         """Start an event-time interval join with another ``KeyedStream`` (continue with
@@ -457,7 +452,6 @@ class CloseableIterator:
         return v
 
     def close(self) -> None:
-        from rill.operators.collect_sink import release_channel  # noqa: PLC0415
         self._channel.close()  # unblocks sink subtasks waiting for room, so cancel can stop them
         if not self._client.is_done():
             self._client.cancel()

@@ -1,19 +1,43 @@
-"""User function interfaces, with PyFlink's names and signatures
-(``pyflink.datastream.functions``).
+"""User function interfaces, with PyFlink's names (``pyflink.datastream.functions``).
 
-Every API method that takes a function accepts either an instance of the matching class or a
-plain callable; :func:`wrap` turns callables into function objects once, when the graph is
-built. Rich life cycle: ``open(runtime_context)`` before the first record, ``close()`` at the
-end (also after a failure).
-
-Functions are copied per subtask (serialized with cloudpickle, as Flink serializes user code
-into the task deployment), so attributes set in ``open`` are per-subtask state.
+The one-input interfaces are defined in :mod:`rill.common.functions`, the two-input ones in
+:mod:`rill.common.co_functions`, the window ones in :mod:`rill.operators.windowing`; PyFlink
+keeps them all in this one module, so it re-exports them. They sit below the DataStream API
+because the operators that call them are a lower layer (see ``tests/test_layering.py``).
 """
 
-from __future__ import annotations
-
-import abc
-from typing import Any, Callable, Dict, Iterable, Optional
+from rill.common.co_functions import (
+    BroadcastProcessFunction,
+    CoFlatMapFunction,
+    CoMapFunction,
+    CoProcessFunction,
+    KeyedBroadcastProcessFunction,
+    KeyedCoProcessFunction,
+    ProcessJoinFunction,
+)
+from rill.common.functions import (
+    AggregateFunction,
+    FilterFunction,
+    FlatMapFunction,
+    Function,
+    KeyedProcessFunction,
+    KeySelector,
+    MapFunction,
+    Partitioner,
+    ProcessFunction,
+    ReduceFunction,
+    RuntimeContext,
+    SinkFunction,
+    TimerService,
+    is_rich,
+    wrap,
+)
+from rill.operators.windowing.window_functions import (
+    AllWindowFunction,
+    ProcessAllWindowFunction,
+    ProcessWindowFunction,
+    WindowFunction,
+)
 
 __all__ = [
     "Function",
@@ -31,313 +55,15 @@ __all__ = [
     "TimerService",
     "wrap",
     "is_rich",
+    "CoMapFunction",
+    "CoFlatMapFunction",
+    "CoProcessFunction",
+    "KeyedCoProcessFunction",
+    "BroadcastProcessFunction",
+    "KeyedBroadcastProcessFunction",
+    "ProcessJoinFunction",
+    "WindowFunction",
+    "ProcessWindowFunction",
+    "AllWindowFunction",
+    "ProcessAllWindowFunction",
 ]
-
-
-class RuntimeContext(abc.ABC):
-    """Information about the subtask a function runs in, and access to keyed state
-    (PyFlink's ``RuntimeContext``)."""
-
-    @abc.abstractmethod
-    def get_task_name(self) -> str: ...
-
-    @abc.abstractmethod
-    def get_number_of_parallel_subtasks(self) -> int: ...
-
-    @abc.abstractmethod
-    def get_max_number_of_parallel_subtasks(self) -> int: ...
-
-    @abc.abstractmethod
-    def get_index_of_this_subtask(self) -> int: ...
-
-    @abc.abstractmethod
-    def get_attempt_number(self) -> int: ...
-
-    @abc.abstractmethod
-    def get_task_name_with_subtasks(self) -> str: ...
-
-    @abc.abstractmethod
-    def get_job_parameter(self, key: str, default_value: Optional[str] = None) -> Optional[str]: ...
-
-    @abc.abstractmethod
-    def get_state(self, state_descriptor): ...
-
-    @abc.abstractmethod
-    def get_list_state(self, state_descriptor): ...
-
-    @abc.abstractmethod
-    def get_map_state(self, state_descriptor): ...
-
-    @abc.abstractmethod
-    def get_reducing_state(self, state_descriptor): ...
-
-    @abc.abstractmethod
-    def get_aggregating_state(self, state_descriptor): ...
-
-
-class TimerService(abc.ABC):
-    """Access to time and timers (PyFlink's ``TimerService``). Times are epoch ms."""
-
-    @abc.abstractmethod
-    def current_processing_time(self) -> int: ...
-
-    @abc.abstractmethod
-    def current_watermark(self) -> int: ...
-
-    def register_processing_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Setting timers is only supported on a keyed streams.")
-
-    def register_event_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Setting timers is only supported on a keyed streams.")
-
-    def delete_processing_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Deleting timers is only supported on a keyed streams.")
-
-    def delete_event_time_timer(self, timestamp: int) -> None:
-        raise NotImplementedError("Deleting timers is only supported on a keyed streams.")
-
-
-class Function(abc.ABC):
-    """Base of all user functions: ``open`` / ``close`` life cycle."""
-
-    def open(self, runtime_context: RuntimeContext) -> None:
-        pass
-
-    def close(self) -> None:
-        pass
-
-
-def is_rich(function: Any) -> bool:
-    """Whether ``function`` overrides ``Function.open`` — only such a function can reach keyed
-    state, so only for it must a keyed operator set the current key before each call."""
-    open_fn = getattr(type(function), "open", None)
-    return open_fn is not None and open_fn is not Function.open
-
-
-class MapFunction(Function):
-    """One output per input: ``map(value) -> result``."""
-
-    @abc.abstractmethod
-    def map(self, value: Any) -> Any: ...
-
-
-class FlatMapFunction(Function):
-    """Zero or more outputs per input: ``flat_map(value)`` returns or yields them."""
-
-    @abc.abstractmethod
-    def flat_map(self, value: Any) -> Iterable[Any]:
-        """Return (or ``yield``) zero or more output values."""
-
-
-class FilterFunction(Function):
-    """Keeps the inputs for which ``filter(value)`` is true."""
-
-    @abc.abstractmethod
-    def filter(self, value: Any) -> bool: ...
-
-
-class ReduceFunction(Function):
-    """Combines two values of the same type into one: ``reduce(value1, value2)``."""
-
-    @abc.abstractmethod
-    def reduce(self, value1: Any, value2: Any) -> Any: ...
-
-
-class AggregateFunction(Function):
-    """Incremental aggregation with an accumulator (PyFlink's ``AggregateFunction``)."""
-
-    @abc.abstractmethod
-    def create_accumulator(self) -> Any: ...
-
-    @abc.abstractmethod
-    def add(self, value: Any, accumulator: Any) -> Any: ...
-
-    @abc.abstractmethod
-    def get_result(self, accumulator: Any) -> Any: ...
-
-    def merge(self, acc_a: Any, acc_b: Any) -> Any:
-        raise NotImplementedError(f"{type(self).__name__} does not implement merge()")
-
-
-class KeySelector(Function):
-    """Extracts the key of a record: ``get_key(value)``; keys need a stable hash (see ``rill.state.key_groups``)."""
-
-    @abc.abstractmethod
-    def get_key(self, value: Any) -> Any: ...
-
-
-class Partitioner(Function):
-    """Chooses the target partition of a key for ``partition_custom``."""
-
-    @abc.abstractmethod
-    def partition(self, key: Any, num_partitions: int) -> int: ...
-
-
-class SinkFunction(Function):
-    """A sink that is called once per record (Flink's ``SinkFunction.invoke``)."""
-
-    @abc.abstractmethod
-    def invoke(self, value: Any, context: Any) -> None: ...
-
-
-class ProcessFunction(Function):
-    """A low-level function on each element (PyFlink's ``ProcessFunction``): ``yield`` outputs,
-    or ``yield output_tag, value`` for a side output."""
-
-    class Context(abc.ABC):
-        @abc.abstractmethod
-        def timer_service(self) -> TimerService: ...
-
-        @abc.abstractmethod
-        def timestamp(self) -> Optional[int]: ...
-
-    @abc.abstractmethod
-    def process_element(self, value: Any, ctx: "ProcessFunction.Context") -> Optional[Iterable[Any]]: ...
-
-
-class KeyedProcessFunction(Function):
-    """A ``ProcessFunction`` on a keyed stream, with keyed state and timers (PyFlink's
-    ``KeyedProcessFunction``)."""
-
-    class Context(abc.ABC):
-        @abc.abstractmethod
-        def timer_service(self) -> TimerService: ...
-
-        @abc.abstractmethod
-        def timestamp(self) -> Optional[int]: ...
-
-        @abc.abstractmethod
-        def get_current_key(self) -> Any: ...
-
-    class OnTimerContext(Context):
-        @abc.abstractmethod
-        def time_domain(self) -> Any: ...
-
-    @abc.abstractmethod
-    def process_element(self, value: Any, ctx: "KeyedProcessFunction.Context") -> Optional[Iterable[Any]]: ...
-
-    def on_timer(self, timestamp: int, ctx: "KeyedProcessFunction.OnTimerContext") -> Optional[Iterable[Any]]:
-        pass
-
-
-# -- wrapping plain callables -------------------------------------------------------------
-
-class _MapWrapper(MapFunction):
-    def __init__(self, fn: Callable[[Any], Any]):
-        self.map = fn  # bound straight to the callable: no extra call per record
-
-    def map(self, value):  # pragma: no cover - replaced per instance
-        raise AssertionError
-
-
-class _FlatMapWrapper(FlatMapFunction):
-    def __init__(self, fn):
-        self.flat_map = fn
-
-    def flat_map(self, value):  # pragma: no cover
-        raise AssertionError
-
-
-class _FilterWrapper(FilterFunction):
-    def __init__(self, fn):
-        self.filter = fn
-
-    def filter(self, value):  # pragma: no cover
-        raise AssertionError
-
-
-class _ReduceWrapper(ReduceFunction):
-    def __init__(self, fn):
-        self.reduce = fn
-
-    def reduce(self, value1, value2):  # pragma: no cover
-        raise AssertionError
-
-
-class _KeySelectorWrapper(KeySelector):
-    def __init__(self, fn):
-        self.get_key = fn
-
-    def get_key(self, value):  # pragma: no cover
-        raise AssertionError
-
-
-class _PartitionerWrapper(Partitioner):
-    def __init__(self, fn):
-        self.partition = fn
-
-    def partition(self, key, num_partitions):  # pragma: no cover
-        raise AssertionError
-
-
-class _SinkWrapper(SinkFunction):
-    def __init__(self, fn):
-        self._fn = fn
-
-    def invoke(self, value, context):
-        self._fn(value)
-
-
-class _ProcessWrapper(ProcessFunction):
-    def __init__(self, fn):
-        self.process_element = fn
-
-    def process_element(self, value, ctx):  # pragma: no cover
-        raise AssertionError
-
-
-_WRAPPERS: Dict[type, type] = {
-    MapFunction: _MapWrapper,
-    FlatMapFunction: _FlatMapWrapper,
-    FilterFunction: _FilterWrapper,
-    ReduceFunction: _ReduceWrapper,
-    KeySelector: _KeySelectorWrapper,
-    Partitioner: _PartitionerWrapper,
-    SinkFunction: _SinkWrapper,
-    ProcessFunction: _ProcessWrapper,
-}
-
-
-def wrap(func: Any, kind: type, api_call: str) -> Function:
-    """Return ``func`` as an instance of the function class ``kind``.
-
-    :raises TypeError: if ``func`` is neither a ``kind`` instance nor callable; the message
-        names the API call (e.g. ``"DataStream.map"``) and the value's type.
-    """
-    if isinstance(func, kind):
-        return func
-    if isinstance(func, Function) and not isinstance(func, kind):
-        raise TypeError(
-            f"{api_call} expects a {kind.__name__} or a callable, got a {type(func).__name__}"
-        )
-    if callable(func) and kind in _WRAPPERS:
-        return _WRAPPERS[kind](func)
-    raise TypeError(f"{api_call} expects a {kind.__name__} or a callable, got {func!r} of type {type(func).__name__}")
-
-
-# PyFlink keeps the two-input and window functions in pyflink.datastream.functions too; they
-# live in their own modules here and are re-exported on first access.
-_REEXPORTS = {
-    "CoMapFunction": "rill.datastream.co_functions",
-    "CoFlatMapFunction": "rill.datastream.co_functions",
-    "CoProcessFunction": "rill.datastream.co_functions",
-    "KeyedCoProcessFunction": "rill.datastream.co_functions",
-    "BroadcastProcessFunction": "rill.datastream.co_functions",
-    "KeyedBroadcastProcessFunction": "rill.datastream.co_functions",
-    "ProcessJoinFunction": "rill.datastream.co_functions",
-    "WindowFunction": "rill.datastream.window",
-    "ProcessWindowFunction": "rill.datastream.window",
-    "AllWindowFunction": "rill.datastream.window",
-    "ProcessAllWindowFunction": "rill.datastream.window",
-}
-
-
-def __getattr__(name: str):
-    module = _REEXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rill.datastream.functions' has no attribute '{name}'")
-    import importlib  # noqa: PLC0415
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value

@@ -21,6 +21,7 @@ from typing import Any, Optional
 
 from rill.datastream import co_functions as CF
 from rill.datastream.data_stream import DataStream, KeyedStream
+from rill.operators.interval_join import IntervalJoinOperator, to_milliseconds
 from rill.operators.output_tag import OutputTag
 
 __all__ = ["IntervalJoin", "IntervalJoined"]
@@ -54,7 +55,6 @@ class IntervalJoin:
         :raises TypeError: if a bound is not ms (int), a ``timedelta`` or a ``Time``/``Duration``.
         :raises ValueError: if ``lower_bound > upper_bound`` (Flink's message).
         """
-        from rill.operators.interval_join import to_milliseconds  # noqa: PLC0415
         lower = to_milliseconds(lower_bound, "IntervalJoin.between: lower_bound")
         upper = to_milliseconds(upper_bound, "IntervalJoin.between: upper_bound")
         if lower > upper:
@@ -116,7 +116,6 @@ class IntervalJoined:
         :raises ValueError: if the key types of the two streams are given and differ.
         """
         from rill.datastream.connected_streams import _two_input  # noqa: PLC0415
-        from rill.operators.interval_join import IntervalJoinOperator  # noqa: PLC0415
         if not isinstance(func, CF.ProcessJoinFunction):
             raise TypeError(
                 f"IntervalJoined.process expects a ProcessJoinFunction, got {func!r} of type {type(func).__name__}"

@@ -10,7 +10,12 @@ from rill.common.execution_config import ExecutionConfig
 from rill.common.job_execution_result import JobExecutionResult
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import FileSource, StreamFormat
-from rill.datastream.connectors.source import Source
+from rill.common.connector.source import Source
+from rill.common.row import Row
+from rill.common.typeinfo import RowTypeInfo
+from rill.common.watermark_strategy import WatermarkStrategy
+from rill.graph.stream_graph_generator import StreamGraphGenerator
+from rill.runtime.executor import submit_job
 from rill.datastream.data_stream import DataStream
 from rill.graph.transformations import (
     SourceTransformation,
@@ -180,7 +185,6 @@ class StreamExecutionEnvironment:
         :raises ValueError: for a strategy that generates watermarks without a timestamp
             assigner (source records carry no timestamps).
         """
-        from rill.common.watermark_strategy import WatermarkStrategy  # noqa: PLC0415
         if not isinstance(source, Source):
             raise TypeError(f"from_source expects a Source, got {type(source).__name__}")
         if watermark_strategy is not None:
@@ -211,8 +215,6 @@ class StreamExecutionEnvironment:
         """The elements of ``collection`` in order, from a non-parallel source named
         ``"Collection Source"``. With a ``Types.ROW``/``ROW_NAMED`` type, tuple and list
         elements become ``Row``s with the type's field names, as PyFlink converts them."""
-        from rill.common.row import Row  # noqa: PLC0415
-        from rill.common.typeinfo import RowTypeInfo  # noqa: PLC0415
         if isinstance(type_info, RowTypeInfo):
             names, rows = type_info.get_field_names(), []
             for e in collection:
@@ -246,7 +248,6 @@ class StreamExecutionEnvironment:
         :raises ValueError: for invalid programs (forward between different parallelisms,
             max parallelism below parallelism, duplicate uid...), naming the operator.
         """
-        from rill.graph.stream_graph_generator import StreamGraphGenerator  # noqa: PLC0415
         if not self._transformations:
             raise RuntimeError("No operators defined in streaming topology. Cannot execute.")
         graph = StreamGraphGenerator(
@@ -283,7 +284,6 @@ class StreamExecutionEnvironment:
 
     def execute_async(self, job_name: Optional[str] = None, _collect_channel=None):
         """Submit the job and return a ``JobClient`` at once."""
-        from rill.runtime.executor import submit_job  # noqa: PLC0415
         job_name = job_name or "Flink Streaming Job"
         if _context is not None and _context.intercepts_execution():
             transformations = list(self._transformations)

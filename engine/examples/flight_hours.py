@@ -36,7 +36,7 @@ from rill.datastream.functions import KeyedCoProcessFunction
 from rill.datastream.state import ValueStateDescriptor
 from rill.datastream.window import ProcessWindowFunction, TumblingEventTimeWindows
 from rill.examples.flight_source import ScheduledFlightsSource, parse_departure
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 
 __all__ = [
     "MAX_OUT_OF_ORDERNESS_MS",

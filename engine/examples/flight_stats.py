@@ -31,7 +31,7 @@ from typing import Iterable, Optional, Tuple
 from rill.datastream import KeyedProcessFunction, RuntimeContext, StreamExecutionEnvironment
 from rill.datastream.state import ValueStateDescriptor
 from rill.examples.data import flights_csv, weather_csv
-from rill.runtime.streamrecord import MAX_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.examples.flight_hours import build_hourly, csv_sink
 
 __all__ = ["Flight", "parse_flight", "FlightStats", "build_job", "main"]

@@ -25,6 +25,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional
 
+from rill.state.key_groups import compute_default_max_parallelism
+
 if TYPE_CHECKING:  # pragma: no cover
     from rill.graph.stream_config import StreamConfig
     from rill.graph.stream_graph import StreamEdge
@@ -336,8 +338,6 @@ class JobVertex:
             return self.effective_max_parallelism
         if self.max_parallelism > 0:
             return self.max_parallelism
-        from rill.state.key_groups import compute_default_max_parallelism
-
         return compute_default_max_parallelism(max(self.parallelism, 1))
 
     # -- connections -------------------------------------------------------------------

@@ -37,6 +37,7 @@ from rill.graph.job_graph import (
 from rill.graph.stream_config import StreamConfig
 from rill.graph.stream_graph import StreamEdge, StreamGraph, is_chainable
 from rill.graph.transformations import ExchangeMode
+from rill.network.partitioner import KeyGroupStreamPartitioner
 
 __all__ = ["StreamingJobGraphGenerator", "is_chainable"]
 
@@ -220,8 +221,6 @@ class StreamingJobGraphGenerator:
         when it creates the RecordWriter). Rill's KeyGroupStreamPartitioner fixes its max
         parallelism at construction, so the edge gets a partitioner built for the consumer's
         effective max parallelism when the two differ."""
-        from rill.network.partitioner import KeyGroupStreamPartitioner
-
         p = edge.partitioner
         target = downstream.effective_max_parallelism
         if isinstance(p, KeyGroupStreamPartitioner) and p.max_parallelism != target:

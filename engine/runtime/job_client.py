@@ -67,8 +67,7 @@ class JobClient:
         return self._jm.source_progress()
 
     def source_units_are_bytes(self) -> bool:
-        from rill.datastream.connectors.file_system import FileSource  # noqa: PLC0415
-        return any(isinstance(c.source, FileSource) for c in self._jm.coordinators.values())
+        return self._jm.source_units_are_bytes()
 
     def get_net_runtime_ms(self) -> Optional[int]:
         return self._jm.get_net_runtime_ms()

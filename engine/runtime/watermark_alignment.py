@@ -45,7 +45,7 @@ import time
 from typing import Callable, Dict, Hashable, Iterable, Optional
 
 from rill.common.watermark_strategy import WatermarkAlignmentParams
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = ["WatermarkAlignmentGroups", "SourceWatermarkAlignment"]
 

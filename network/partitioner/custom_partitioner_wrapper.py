@@ -1,4 +1,4 @@
-"""CUSTOM: a user :class:`~rill.datastream.functions.Partitioner` on a key (Flink's
+"""CUSTOM: a user :class:`~rill.common.functions.Partitioner` on a key (Flink's
 ``CustomPartitionerWrapper``), behind ``partition_custom``."""
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ def _resolve_partitioner(partitioner: Any) -> Callable[[Any, int], int]:
 class CustomPartitionerWrapper(StreamPartitioner):
     """Channel of a record = ``partitioner.partition(key_selector(record), n)``.
 
-    :param partitioner: a :class:`~rill.datastream.functions.Partitioner` or a callable
+    :param partitioner: a :class:`~rill.common.functions.Partitioner` or a callable
         ``(key, num_partitions) -> int``.
-    :param key_selector: a :class:`~rill.datastream.functions.KeySelector` or a callable.
+    :param key_selector: a :class:`~rill.common.functions.KeySelector` or a callable.
 
     :raises ValueError: (from ``select_channel``/``split``) if the partitioner returns something
         that is not an int in ``[0, n)``; the message names the record, the key, the result and

@@ -51,7 +51,7 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
     assign_to_key_group(key_selector(record), max_parallelism))``, consistent with
     :mod:`rill.state.key_groups`, so a record reaches the subtask that holds its keyed state.
 
-    :param key_selector: a :class:`~rill.datastream.functions.KeySelector` or a callable
+    :param key_selector: a :class:`~rill.common.functions.KeySelector` or a callable
         ``record -> key``.
     :param max_parallelism: the number of key groups (1..32768), or ``-1`` for "not configured
         yet": the job graph generator then calls :meth:`configure` with the consumer's max

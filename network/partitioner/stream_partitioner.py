@@ -147,7 +147,7 @@ def bucket_by_channel(
 
 
 def resolve_key_selector(key_selector: Any) -> Callable[[Any], Any]:
-    """A plain callable for a :class:`~rill.datastream.functions.KeySelector` (its ``get_key``)
+    """A plain callable for a :class:`~rill.common.functions.KeySelector` (its ``get_key``)
     or a callable.
 
     :raises TypeError: if ``key_selector`` is neither.

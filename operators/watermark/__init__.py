@@ -1,9 +1,10 @@
-"""Event time: watermark generators, the output they emit to, and the operator that assigns
-timestamps and watermarks (Flink's ``org.apache.flink.api.common.eventtime`` and
-``TimestampsAndWatermarksOperator``). The user-facing strategy is
-:class:`rill.common.watermark_strategy.WatermarkStrategy`."""
+"""Event time: the operator that assigns timestamps and watermarks (Flink's
+``TimestampsAndWatermarksOperator``) and, re-exported, the watermark generators and the output
+they emit to, defined in :mod:`rill.common.eventtime` (Flink's
+``org.apache.flink.api.common.eventtime``) so that the user-facing
+:class:`rill.common.watermark_strategy.WatermarkStrategy` creates them without a later layer."""
 
-from rill.operators.watermark.generators import (
+from rill.common.eventtime import (
     AscendingTimestampsWatermarks,
     BoundedOutOfOrdernessWatermarks,
     IdlenessTimer,

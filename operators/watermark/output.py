@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from rill.operators.base import Output
-from rill.operators.watermark.generators import WatermarkOutput
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark, WatermarkStatus
+from rill.common.eventtime import WatermarkOutput
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark, WatermarkStatus
 
 __all__ = ["WatermarkToDataOutput"]
 

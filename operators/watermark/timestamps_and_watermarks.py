@@ -17,10 +17,10 @@ from __future__ import annotations
 from itertools import repeat
 from typing import Any, Callable, List, Optional
 
-from rill.operators.base import Output
-from rill.operators.watermark.generators import NoWatermarksGenerator
+from rill.operators.base import Output, attribute_error
+from rill.common.eventtime import NoWatermarksGenerator
 from rill.operators.watermark.output import WatermarkToDataOutput
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MAX_WATERMARK, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MAX_WATERMARK, MIN_TIMESTAMP
 
 __all__ = ["TimestampsAndWatermarks", "GeneratorContext"]
 
@@ -33,11 +33,6 @@ def _short_repr(value: Any) -> str:
     except Exception as e:  # noqa: BLE001 - a broken __repr__ must not hide the real error
         text = f"<{type(value).__name__} with failing repr: {e!r}>"
     return text if len(text) <= _REPR_LIMIT else text[:_REPR_LIMIT - 3] + "..."
-
-
-def _attribute(error: BaseException, operator_name: str) -> None:
-    from rill.runtime.tasks.outputs import attribute_error  # noqa: PLC0415 - avoids an import cycle
-    attribute_error(error, operator_name)
 
 
 class GeneratorContext:
@@ -217,7 +212,7 @@ class TimestampsAndWatermarks:
         try:
             self.emit_periodic_watermark()
         except BaseException as e:
-            _attribute(e, self.operator_name)
+            attribute_error(e, self.operator_name)
             raise
 
     def emit_end_of_input(self) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any, List, Optional
 
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
+from rill.common.streamrecord import MAX_TIMESTAMP, Watermark, WatermarkStatus
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks, TimestampsAndWatermarks
-from rill.runtime.streamrecord import MAX_TIMESTAMP, Watermark, WatermarkStatus
 
 __all__ = ["TimestampsAndWatermarksOperator"]
 

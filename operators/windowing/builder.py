@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional, Tuple
 
-from rill.datastream import functions as F
+from rill.common import functions as F
 from rill.operators.output_tag import OutputTag
 from rill.operators.windowing.assigners import MergingWindowAssigner, WindowAssigner
 from rill.operators.windowing.evicting_window_operator import EvictingWindowOperator

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, List, Optional
 
-from rill.datastream.functions import is_rich
+from rill.common.functions import is_rich
 from rill.operators.timer_service import InternalTimer
 from rill.operators.windowing.assigners import (
     SlidingEventTimeWindows,
@@ -45,7 +45,7 @@ from rill.operators.windowing.window_functions import (
     PassThroughWindowFunction,
 )
 from rill.operators.windowing.windows import TimeWindow
-from rill.runtime.streamrecord import MAX_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.state.descriptors import AggregatingStateDescriptor, ReducingStateDescriptor
 
 __all__ = ["WindowFastPath"]

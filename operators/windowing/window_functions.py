@@ -22,7 +22,7 @@ import functools
 import types
 from typing import Any, Iterable, List, Optional
 
-from rill.datastream.functions import Function
+from rill.common.functions import Function
 
 __all__ = [
     "KeyedStateStore",

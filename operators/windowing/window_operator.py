@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable, List, Optional
 
-from rill.datastream.functions import Function
+from rill.common.functions import Function
 from rill.operators.base import AbstractUdfStreamOperator, Output
 from rill.operators.output_tag import OutputTag
 from rill.operators.timer_service import InternalTimer, Triggerable
@@ -39,7 +39,7 @@ from rill.operators.windowing.fast_path import WindowFastPath
 from rill.operators.windowing.merging_window_set import MergingWindowSet
 from rill.operators.windowing.triggers import OnMergeContext, Trigger
 from rill.operators.windowing.window_functions import InternalWindowFunction, KeyedStateStore, ProcessWindowFunction
-from rill.runtime.streamrecord import MAX_TIMESTAMP, Watermark
+from rill.common.streamrecord import MAX_TIMESTAMP, Watermark
 from rill.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,

@@ -15,7 +15,7 @@ from operator import itemgetter
 from typing import Any, Iterable, List, Tuple
 
 from rill.common.time import to_milliseconds  # noqa: F401 - re-exported for the window modules
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 __all__ = [
     "Window",

@@ -28,7 +28,7 @@ from rill.network import (
     ShufflePartitioner,
     SingleInputGate,
 )
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 
 def producer_script(producer: int, num_records: int):

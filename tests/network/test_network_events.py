@@ -15,7 +15,7 @@ from rill.network.events import (
     StopMode,
     Watermark,
 )
-from rill.runtime.streamrecord import Watermark as StreamWatermark
+from rill.common.streamrecord import Watermark as StreamWatermark
 
 
 def test_end_of_partition_instances_are_equal_and_hashable():

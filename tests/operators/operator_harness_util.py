@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from rill.operators.testing import OneInputStreamOperatorTestHarness
-from rill.runtime.streamrecord import StreamRecord
+from rill.common.streamrecord import StreamRecord
 
 Harness = OneInputStreamOperatorTestHarness
 

@@ -5,8 +5,8 @@ groups."""
 import pytest
 
 from rill.operators.timer_service import InternalTimer, InternalTimeServiceManager, Triggerable
-from rill.runtime.streamrecord import MIN_TIMESTAMP
-from rill.runtime.tasks.processing_time_service import TestProcessingTimeService
+from rill.common.streamrecord import MIN_TIMESTAMP
+from rill.operators.processing_time_service import TestProcessingTimeService
 from rill.state import (
     VOID_NAMESPACE,
     HeapKeyedStateBackend,

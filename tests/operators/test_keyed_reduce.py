@@ -7,7 +7,7 @@ from operator_harness_util import records, run_all_paths
 from rill.datastream.functions import ReduceFunction, wrap
 from rill.operators.keyed_reduce import StreamGroupedReduce
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness, OneInputStreamOperatorTestHarness
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 from rill.state import VOID_NAMESPACE, ValueStateDescriptor, assign_to_key_group
 
 

@@ -7,7 +7,7 @@ from rill.operators.base import AbstractStreamOperator, AbstractUdfStreamOperato
 from rill.operators.output_tag import OutputTag
 from rill.operators.simple import StreamMap
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness, OneInputStreamOperatorTestHarness
-from rill.runtime.streamrecord import StreamRecord, Watermark
+from rill.common.streamrecord import StreamRecord, Watermark
 from rill.state import HeapKeyedStateBackend, KeyGroupRange, assign_to_key_group
 
 

@@ -9,7 +9,7 @@ from rill.operators.output_tag import OutputTag
 from rill.operators.process import KeyedProcessOperator, ProcessOperator
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness, OneInputStreamOperatorTestHarness
 from rill.operators.timer_service import TimeDomain
-from rill.runtime.streamrecord import MIN_TIMESTAMP, StreamRecord, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, StreamRecord, Watermark
 from rill.state import ValueStateDescriptor
 
 ODD = OutputTag("odd")

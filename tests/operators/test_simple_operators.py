@@ -7,7 +7,7 @@ from operator_harness_util import records, run_all_paths, run_batches, run_per_e
 from rill.datastream.functions import FilterFunction, FlatMapFunction, MapFunction, wrap
 from rill.operators.simple import StreamFilter, StreamFlatMap, StreamMap
 from rill.operators.testing import OneInputStreamOperatorTestHarness
-from rill.runtime.streamrecord import StreamRecord, Watermark
+from rill.common.streamrecord import StreamRecord, Watermark
 
 VALUES = [1, 2, 3, 4, 5, 6]
 TIMESTAMPS = [10, 11, 12, 13, 14, 15]

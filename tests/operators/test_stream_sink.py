@@ -5,7 +5,7 @@ import pytest
 from rill.datastream.functions import SinkFunction, wrap
 from rill.operators.sink import StreamSink
 from rill.operators.testing import OneInputStreamOperatorTestHarness
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark
 
 
 class Recording(SinkFunction):

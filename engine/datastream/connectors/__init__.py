@@ -10,7 +10,7 @@ from rill.datastream.connectors.file_system import (
     RollingPolicy,
     StreamFormat,
 )
-from rill.datastream.connectors.source import Boundedness, Source, SourceReader, SourceSplit, SplitEnumerator
+from rill.common.connector.source import Boundedness, Source, SourceReader, SourceSplit, SplitEnumerator
 
 __all__ = [
     "Boundedness",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterator, List, Optional, Sequence
 
-from rill.datastream.connectors.source import Source, SourceReader, SourceSplit
+from rill.common.connector.source import Source, SourceReader, SourceSplit
 
 __all__ = ["CollectionSource", "NumberSequenceSource"]
 

@@ -13,13 +13,11 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, List, Optional, Sequence
+from typing import Iterator, List, Optional, Sequence
 
 from rill.common.serialization import Encoder
-from rill.datastream.connectors.source import Source, SourceReader, SourceSplit
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rill.operators.file_sink import FileSinkWriter
+from rill.common.connector.source import Source, SourceReader, SourceSplit
+from rill.operators.file_sink import FileSinkWriter
 
 __all__ = [
     "StreamFormat",
@@ -99,6 +97,8 @@ class FileSource(Source):
         job graph is built (on ``from_source``), naming the path.
     :param split_size_bytes: maximum bytes per split (default 4 MiB).
     """
+
+    progress_units_are_bytes = True
 
     def __init__(self, paths: Sequence[str], stream_format: StreamFormat, split_size_bytes: int = 4 << 20):
         if split_size_bytes < 1:
@@ -247,8 +247,7 @@ class FileSink:
     def for_row_format(base_path: str, encoder: Encoder) -> "_RowFormatBuilder":
         return _RowFormatBuilder(base_path, encoder)
 
-    def create_writer(self) -> "FileSinkWriter":
-        from rill.operators.file_sink import FileSinkWriter  # noqa: PLC0415 - avoid a cycle
+    def create_writer(self) -> FileSinkWriter:
         return FileSinkWriter(self)
 
 

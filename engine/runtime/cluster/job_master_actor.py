@@ -348,14 +348,13 @@ class JobMasterActor(Actor):
         if jm.result_future.done():
             error = self.early_failure or jm.result_future.exception()
             result = _pickle_outcome(None if error else jm.result_future.result(), error)
-        from rill.datastream.connectors.file_system import FileSource  # noqa: PLC0415
         return m.JobStatusReport(
             job_id=self.job_id, job_name=jm.job_name,
             status="FAILED" if self.early_failure else jm.status.name,
             execution_states={t.task_name_with_subtasks: t.execution_state.name for t in jm.tasks},
             metrics=jm.task_metrics(), vertex_summaries=jm.vertex_summaries(),
             source_progress=jm.source_progress(),
-            source_units_are_bytes=any(isinstance(c.source, FileSource) for c in jm.coordinators.values()),
+            source_units_are_bytes=jm.source_units_are_bytes(),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import List, Optional, Tuple
 
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, WatermarkStatus
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, WatermarkStatus
 
 __all__ = ["StatusWatermarkValve"]
 

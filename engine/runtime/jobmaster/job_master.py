@@ -20,7 +20,7 @@ from typing import Any, Dict, List, Optional
 
 from rill.common.configuration import ConfigOptions, Configuration
 from rill.common.job_execution_result import JobExecutionResult, VertexSummary
-from rill.datastream.connectors.source import SourceCoordinator
+from rill.runtime.source_coordinator import SourceCoordinator
 from rill.graph.execution_graph import ExecutionGraph
 from rill.graph.states import ExecutionState, JobStatus
 from rill.network.partition.result_partition_id import ResultPartitionID
@@ -243,6 +243,10 @@ class JobMaster:
         totals = self._source_totals
         total = sum(totals) if totals and all(x is not None for x in totals) else None
         return done, total
+
+    def source_units_are_bytes(self) -> bool:
+        """Whether the sources count their progress in bytes (any file source) or records."""
+        return any(c.source.progress_units_are_bytes for c in self.coordinators.values())
 
     def vertex_summaries(self) -> List[VertexSummary]:
         out = []

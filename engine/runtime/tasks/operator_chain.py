@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
+from rill.operators.base import TwoInputStreamOperator, attribute_error
 from rill.operators.context import StreamOperatorContext
 from rill.runtime.tasks.outputs import (
     NO_OUTPUT,
@@ -19,7 +20,6 @@ from rill.runtime.tasks.outputs import (
     ChainingOutput,
     RecordWriterOutput,
     TaggedOutput,
-    attribute_error,
 )
 
 __all__ = ["OperatorChain"]
@@ -92,7 +92,6 @@ class OperatorChain:
     def end_input_and_finish(self) -> None:
         """End of input: ``end_input`` then ``finish`` per operator, head first, so what an
         operator flushes in ``finish`` reaches successors before they finish."""
-        from rill.operators.base import TwoInputStreamOperator  # noqa: PLC0415
         for cfg, op in reversed(self.all_operators):
             # a two-input head was told about each of its inputs' ends by the task
             methods = ("finish",) if isinstance(op, TwoInputStreamOperator) else ("end_input", "finish")

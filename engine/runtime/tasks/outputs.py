@@ -11,19 +11,10 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional
 
-from rill.operators.base import Output
-from rill.runtime.streamrecord import Watermark
+from rill.operators.base import Output, attribute_error
+from rill.common.streamrecord import Watermark
 
-__all__ = ["ChainingOutput", "BroadcastingOutput", "RecordWriterOutput", "TaggedOutput", "attribute_error"]
-
-
-def attribute_error(error: BaseException, operator_name: str) -> None:
-    """Record on ``error`` the name of the innermost operator it came out of (once)."""
-    if getattr(error, "_rill_operator", None) is None:
-        try:
-            error._rill_operator = operator_name  # type: ignore[attr-defined]
-        except AttributeError:  # exceptions with __slots__
-            pass
+__all__ = ["ChainingOutput", "BroadcastingOutput", "RecordWriterOutput", "TaggedOutput"]
 
 
 class ChainingOutput(Output):

@@ -17,16 +17,16 @@ from typing import List, Optional
 from rill.network.events import EndOfPartitionEvent
 from rill.operators.context import StreamOperatorContext
 from rill.operators.source_operator import InputStatus
+from rill.operators.state_initializer import StreamTaskStateInitializer
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
-from rill.runtime.streamrecord import Watermark, WatermarkStatus
-from rill.runtime.tasks.keyed_services import create_keyed_services
+from rill.common.streamrecord import Watermark, WatermarkStatus
 from rill.runtime.tasks.operator_chain import OperatorChain
-from rill.runtime.tasks.outputs import attribute_error
-from rill.runtime.tasks.processing_time_service import SystemProcessingTimeService
+from rill.operators.base import attribute_error
+from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
 from rill.runtime.watermark_alignment import SourceWatermarkAlignment
 
 __all__ = ["StreamTask", "OneInputStreamTask", "TwoInputStreamTask", "SourceOperatorStreamTask", "CancelTaskException"]
@@ -52,6 +52,8 @@ class StreamTask:
             task_name=environment.task_name_with_subtasks,
         )
         self.metrics.idle_ns = lambda: self.mailbox_processor.idle_time_ns
+        #: builds every operator's state services (restored ones once checkpoints restore)
+        self.state_initializer = StreamTaskStateInitializer()
         self.operator_chain: Optional[OperatorChain] = None
         self.canceled = False
         self._flusher = None
@@ -77,7 +79,7 @@ class StreamTask:
             records_per_batch=env.records_per_batch,
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
         )
-        return create_keyed_services(ctx)
+        return self.state_initializer.initialize(ctx)
 
     # -- life cycle (task thread) ------------------------------------------------------------
     def invoke(self) -> None:

@@ -10,8 +10,8 @@ tag  event
 0    :class:`~rill.network.events.EndOfPartitionEvent` (no body)
 1    :class:`~rill.network.events.EndOfDataEvent` (stop mode)
 2    :class:`~rill.network.events.CheckpointBarrier` (id, timestamp, options)
-3    :class:`~rill.runtime.streamrecord.Watermark` (timestamp)
-4    :class:`~rill.runtime.streamrecord.WatermarkStatus` (status)
+3    :class:`~rill.common.streamrecord.Watermark` (timestamp)
+4    :class:`~rill.common.streamrecord.WatermarkStatus` (status)
 255  any other event object, through the value codec (pickled if needed)
 ==== =========================================================================
 
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rill.runtime.streamrecord import Watermark, WatermarkStatus
+from rill.common.streamrecord import Watermark, WatermarkStatus
 
 from ...events import END_OF_PARTITION_EVENT, CheckpointBarrier, EndOfDataEvent, EndOfPartitionEvent, StopMode
 from .value_codec import ValueSerializationError, pack_value, unpack_value

@@ -162,7 +162,7 @@ class RecordWriter:
         self.partition.broadcast_event(event)
 
     def emit_watermark(self, watermark: Any) -> None:
-        """Broadcast a :class:`~rill.runtime.streamrecord.Watermark` in order with the records
+        """Broadcast a :class:`~rill.common.streamrecord.Watermark` in order with the records
         (Flink's ``RecordWriterOutput.emitWatermark``)."""
         self.broadcast_event(watermark)
 

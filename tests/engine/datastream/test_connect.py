@@ -35,7 +35,7 @@ from rill.graph.transformations import OneInputTransformation
 from rill.operators.base import AbstractStreamOperator
 from rill.operators.factory import SimpleOperatorFactory
 from rill.runtime.errors import JobExecutionException
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 from rill.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 PARALLELISMS = [1, 2]

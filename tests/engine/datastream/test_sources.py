@@ -165,3 +165,20 @@ def test_run_helper_fails_a_job_that_does_not_end(env):
     env.from_source(EndlessSource(), source_name="Hang").add_sink(lambda v: None)
     with pytest.raises(pytest.fail.Exception, match="did not finish within 0.5 s"):
         run(env, "hangs", timeout_s=0.5)
+
+
+def test_a_job_reading_files_counts_its_progress_in_bytes(env, tmp_path):
+    # The progress bar's unit comes from the Source interface, not from the JobMaster knowing
+    # the FileSource class (which would tie the runtime to the API layer).
+    (tmp_path / "a.txt").write_text("alpha\nbeta\n")
+    env.read_text_file(str(tmp_path)).add_sink(lambda v: None)
+    client = env.execute_async("files")
+    client.get_job_execution_result().result(timeout=10)
+    assert client.source_units_are_bytes()
+
+
+def test_a_job_reading_a_collection_counts_its_progress_in_records(env):
+    env.from_collection([1, 2, 3]).add_sink(lambda v: None)
+    client = env.execute_async("records")
+    client.get_job_execution_result().result(timeout=10)
+    assert not client.source_units_are_bytes()

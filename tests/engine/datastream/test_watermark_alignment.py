@@ -11,7 +11,7 @@ from rill.common.watermark_strategy import WatermarkAlignmentParams
 from rill.datastream import StreamExecutionEnvironment
 from rill.datastream.functions import CoProcessFunction
 from rill.operators.watermark import WatermarkGenerator
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 N = 4000
 FAST_STEP_MS = 1000  # the fast source's event time per record (N records: 4,000 s)

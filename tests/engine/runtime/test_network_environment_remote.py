@@ -32,7 +32,7 @@ from rill.runtime.deployment import (
     ResultPartitionDeploymentDescriptor,
     TaskDeploymentDescriptor,
 )
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 from rill.runtime.taskmanager.network_environment import NetworkEnvironment
 
 DEADLINE_S = 30.0

@@ -1,4 +1,4 @@
-"""Tests of rill.runtime.tasks.processing_time_service.
+"""Tests of rill.operators.processing_time_service.
 
 SystemProcessingTimeService runs against a real MailboxProcessor on a real task
 thread; ordering is asserted, time only with generous upper bounds.
@@ -17,12 +17,12 @@ from rill.runtime.mailbox import (
     MailboxProcessor,
     MailPriority,
 )
-from rill.runtime.tasks.processing_time_service import (
+from rill.operators.processing_time_service import (
     ProcessingTimeService,
     ScheduledTimer,
-    SystemProcessingTimeService,
     TestProcessingTimeService,
 )
+from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
 
 TIMEOUT_S = 10.0
 

@@ -1,7 +1,7 @@
 """StatusWatermarkValve: minimum over aligned channels, idleness, finished channels."""
 
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
-from rill.runtime.streamrecord import MAX_TIMESTAMP, WatermarkStatus
+from rill.common.streamrecord import MAX_TIMESTAMP, WatermarkStatus
 
 IDLE, ACTIVE = WatermarkStatus.IDLE, WatermarkStatus.ACTIVE
 

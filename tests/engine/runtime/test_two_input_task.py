@@ -7,7 +7,7 @@ from rill.datastream.data_stream import DataStream
 from rill.graph.transformations import TwoInputTransformation
 from rill.operators.base import AbstractTwoInputStreamOperator
 from rill.operators.factory import SimpleOperatorFactory
-from rill.runtime.streamrecord import MAX_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP
 
 
 class TagInputs(AbstractTwoInputStreamOperator):

@@ -4,7 +4,7 @@ registered and reporting subtasks) and a source subtask's ceiling, pause and res
 from __future__ import annotations
 
 from rill.common.watermark_strategy import WatermarkAlignmentParams
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 from rill.runtime.watermark_alignment import SourceWatermarkAlignment, WatermarkAlignmentGroups
 
 

@@ -22,7 +22,7 @@ from rill.network import (
     ResultPartitionType,
     SingleInputGate,
 )
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 #: Retries fast enough for tests; timeouts generous enough for a loaded machine.
 FAST = dict(

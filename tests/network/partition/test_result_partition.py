@@ -18,7 +18,7 @@ from rill.network import (
     ResultPartitionManager,
     ResultPartitionType,
 )
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 
 def filled(partition: ResultPartition, values: list, timestamps=None) -> Buffer:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from rill.runtime.streamrecord import StreamRecord
+from rill.common.streamrecord import StreamRecord
 
 #: batch sizes every operator is driven with (None = each run of same-input records as one batch)
 BATCH_SIZES = (None, 1, 2, 3)

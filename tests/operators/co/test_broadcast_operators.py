@@ -17,7 +17,7 @@ from rill.operators.testing_two_input import (
     TwoInputStreamOperatorTestHarness,
 )
 from rill.operators.timer_service import TimeDomain
-from rill.runtime.streamrecord import MIN_TIMESTAMP, StreamRecord, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, StreamRecord, Watermark
 from rill.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 from rill.state.operator_state import BroadcastState, ReadOnlyBroadcastState
 

@@ -13,7 +13,7 @@ from rill.operators.testing_two_input import (
     TwoInputStreamOperatorTestHarness,
 )
 from rill.operators.timer_service import TimeDomain
-from rill.runtime.streamrecord import MIN_TIMESTAMP, StreamRecord, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, StreamRecord, Watermark
 from rill.state import ValueStateDescriptor
 
 LATE = OutputTag("late")

@@ -14,7 +14,7 @@ from rill.operators.testing_two_input import (
     KeyedTwoInputStreamOperatorTestHarness,
     TwoInputStreamOperatorTestHarness,
 )
-from rill.runtime.streamrecord import StreamRecord, Watermark
+from rill.common.streamrecord import StreamRecord, Watermark
 
 LEFT_LATE = OutputTag("left-late")
 RIGHT_LATE = OutputTag("right-late")

@@ -12,7 +12,7 @@ from rill.operators.testing_two_input import (
 )
 from rill.datastream.co_functions import CoMapFunction
 from rill.datastream.functions import MapFunction
-from rill.runtime.streamrecord import StreamRecord, Watermark, WatermarkStatus
+from rill.common.streamrecord import StreamRecord, Watermark, WatermarkStatus
 
 
 class Recorder(AbstractTwoInputStreamOperator):

@@ -24,7 +24,7 @@ from rill.common import Duration, WatermarkStrategy
 from rill.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from rill.datastream.connectors import CollectSink, Source, SourceReader, SourceSplit
 from rill.runtime.errors import JobExecutionException
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 
 JOB_TIMEOUT_S = 30.0
 GATE_TIMEOUT_S = 20.0

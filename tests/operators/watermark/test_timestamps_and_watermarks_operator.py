@@ -13,7 +13,7 @@ from rill.common import Duration, WatermarkStrategy
 from rill.common.watermark_strategy import TimestampAssigner
 from rill.operators.testing import OneInputStreamOperatorTestHarness
 from rill.operators.watermark import TimestampsAndWatermarksOperator, WatermarkGenerator
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MAX_WATERMARK, MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
+from rill.common.streamrecord import MAX_TIMESTAMP, MAX_WATERMARK, MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
 
 IDLE, ACTIVE = WatermarkStatus.IDLE, WatermarkStatus.ACTIVE
 R = StreamRecord

@@ -18,7 +18,7 @@ from rill.operators.watermark import (
     WatermarkToDataOutput,
 )
 from rill.operators.testing import CollectingOutput
-from rill.runtime.streamrecord import MAX_WATERMARK, MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
+from rill.common.streamrecord import MAX_WATERMARK, MIN_TIMESTAMP, StreamRecord, Watermark, WatermarkStatus
 
 IDLE, ACTIVE = WatermarkStatus.IDLE, WatermarkStatus.ACTIVE
 

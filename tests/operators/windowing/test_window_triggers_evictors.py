@@ -24,7 +24,7 @@ from rill.operators.windowing import (
     TumblingEventTimeWindows,
     TumblingProcessingTimeWindows,
 )
-from rill.runtime.streamrecord import MAX_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.state.descriptors import ValueStateDescriptor
 
 from window_harness_util import CountAndSum, R, W, add_pairs, builder, e, harness, p, run_script, w

@@ -30,7 +30,7 @@ from rill.datastream.window import (
 from rill.datastream.windowed_stream import AllWindowedStream, WindowedStream, count_window, count_window_all
 from rill.operators.output_tag import OutputTag
 from rill.operators.watermark import WatermarkGenerator
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 from rill.operators.windowing import EvictingWindowOperator, WindowOperator
 
 

@@ -12,7 +12,7 @@ from rill.datastream.functions import AggregateFunction
 from rill.operators.output_tag import OutputTag
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness
 from rill.operators.windowing import ProcessWindowFunction, WindowOperatorBuilder
-from rill.runtime.streamrecord import StreamRecord, Watermark
+from rill.common.streamrecord import StreamRecord, Watermark
 
 R = StreamRecord
 W = Watermark

@@ -22,7 +22,7 @@ from rill.network.api.serialization import (
     SpanningRecordSerializer,
     ValueSerializationError,
 )
-from rill.runtime.streamrecord import MAX_WATERMARK, Watermark, WatermarkStatus
+from rill.common.streamrecord import MAX_WATERMARK, Watermark, WatermarkStatus
 
 
 def transmit(serializer: SpanningRecordSerializer, deserializer: AdaptiveSpanningRecordDeserializer, entries):

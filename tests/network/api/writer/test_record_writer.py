@@ -15,7 +15,7 @@ from rill.network import (
     RebalancePartitioner,
     RecordWriter,
 )
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 
 class Reader:

@@ -21,7 +21,7 @@ from rill.network import (
     ResultPartitionID,
     SingleInputGate,
 )
-from rill.runtime.streamrecord import Watermark
+from rill.common.streamrecord import Watermark
 
 DEADLINE_S = 20.0
 

@@ -5,6 +5,12 @@ Flink's ``StreamRecord`` / ``Watermark`` (``org.apache.flink.streaming.runtime.s
 values in batches (``list`` of values plus an optional parallel ``list`` of int timestamps in
 epoch ms); :class:`StreamRecord` is used where one element must carry its timestamp
 explicitly, e.g. in the operator test harness output.
+
+Why ``rill.common``: Flink keeps these types in ``flink-streaming-java``, above its network
+stack, which carries them as opaque serialized bytes. Rill's network layer reads watermarks and
+watermark statuses as in-band events (``network/events.py``), so the element types must sit
+below ``rill.network``; the lowest layer, next to Flink's ``api.common.eventtime`` (where
+flink-core keeps its own ``Watermark``), is where every layer can reach them.
 """
 
 from __future__ import annotations

@@ -1,31 +1,32 @@
-"""Processing-time timers for a task, fired on the task thread through its mailbox.
+"""Processing-time timers: the service operators register them with, the timer heap the
+services share, and the manual clock of the operator test harnesses.
 
-Follows Flink's ``ProcessingTimeService``, ``SystemProcessingTimeService`` and
-``TestProcessingTimeService`` (``org.apache.flink.streaming.runtime.tasks``).
+Follows Flink's ``ProcessingTimeService`` (``org.apache.flink.streaming.api.operators``, the
+operator-facing interface) and ``TestProcessingTimeService``. The task's wall-clock service,
+whose timers fire as mails on the task thread, is
+:class:`rill.runtime.tasks.system_processing_time_service.SystemProcessingTimeService`, in the
+runtime, since it needs the task's mailbox.
 """
 
 from __future__ import annotations
 
 import enum
 import heapq
-import logging
 import operator
 import threading
-import time
 from abc import ABC, abstractmethod
 from typing import Callable
-
-from rill.runtime.mailbox import MailboxClosedError, MailboxExecutor, MailPriority
 
 __all__ = [
     "ProcessingTimeCallback",
     "ProcessingTimeService",
     "ScheduledTimer",
-    "SystemProcessingTimeService",
+    "TimerHeapService",
+    "HeapTimer",
+    "TimerState",
+    "ServiceStatus",
     "TestProcessingTimeService",
 ]
-
-_LOG = logging.getLogger(__name__)
 
 ProcessingTimeCallback = Callable[[int], None]
 """Called with the timer's timestamp (epoch ms); Flink's ``ProcessingTimeCallback``."""
@@ -138,13 +139,15 @@ class ProcessingTimeService(ABC):
 # --------------------------------------------------------------------------- timers
 
 
-class _TimerState(enum.Enum):
+class TimerState(enum.Enum):
+    """Where a :class:`HeapTimer` is: waiting, fired (one-shot), or cancelled."""
+
     PENDING = 0
     FIRED = 1
     CANCELLED = 2
 
 
-class _Timer(ScheduledTimer):
+class HeapTimer(ScheduledTimer):
     """A one-shot (``period_ms == 0``) or periodic timer of one of the services below."""
 
     __slots__ = ("callback", "_timestamp_ms", "period_ms", "fixed_rate", "state", "_lock")
@@ -161,7 +164,7 @@ class _Timer(ScheduledTimer):
         self._timestamp_ms = timestamp_ms
         self.period_ms = period_ms
         self.fixed_rate = fixed_rate
-        self.state = _TimerState.PENDING
+        self.state = TimerState.PENDING
         self._lock = lock  # the owning service's lock guards state transitions
 
     @property
@@ -170,16 +173,16 @@ class _Timer(ScheduledTimer):
 
     def cancel(self) -> bool:
         with self._lock:
-            if self.state is not _TimerState.PENDING:
+            if self.state is not TimerState.PENDING:
                 return False
-            self.state = _TimerState.CANCELLED
+            self.state = TimerState.CANCELLED
             return True
 
     def is_cancelled(self) -> bool:
-        return self.state is _TimerState.CANCELLED
+        return self.state is TimerState.CANCELLED
 
     def is_done(self) -> bool:
-        return self.state is not _TimerState.PENDING
+        return self.state is not TimerState.PENDING
 
     def _advance(self, fired_at_ms: int, now_ms: int) -> None:
         """Move a periodic timer to its next timestamp after firing at ``fired_at_ms``."""
@@ -239,26 +242,29 @@ def _check_period(initial_delay_ms: int, period_ms: int) -> tuple[int, int]:
     return initial_delay_ms, period_ms
 
 
-class _Status(enum.Enum):
+class ServiceStatus(enum.Enum):
+    """Life cycle of a :class:`TimerHeapService`: RUNNING, then QUIESCED (registrations return
+    no-op timers) and/or TERMINATED (registrations raise ``RuntimeError``)."""
+
     RUNNING = "RUNNING"
     QUIESCED = "QUIESCED"
     TERMINATED = "TERMINATED"
 
 
-class _TimerHeapService(ProcessingTimeService):
+class TimerHeapService(ProcessingTimeService):
     """Timer bookkeeping shared by the services below.
 
     Holds a heap of ``(timestamp_ms, seq, timer)`` entries and the life-cycle
-    status, both guarded by ``self._lock`` (also the lock of every ``_Timer``).
+    status, both guarded by ``self._lock`` (also the lock of every ``HeapTimer``).
     Subclasses decide what happens once a timer is registered
     (:meth:`_push_locked`, :meth:`_after_register`) and how timers fire.
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._heap: list[tuple[int, int, _Timer]] = []
+        self._heap: list[tuple[int, int, HeapTimer]] = []
         self._seq = 0
-        self._status = _Status.RUNNING
+        self._status = ServiceStatus.RUNNING
 
     def register_timer(self, timestamp_ms: int, callback: ProcessingTimeCallback) -> ScheduledTimer:
         timestamp_ms = _check_timestamp(timestamp_ms)
@@ -279,22 +285,22 @@ class _TimerHeapService(ProcessingTimeService):
         return self._register(callback, first, period_ms, True)
 
     def is_terminated(self) -> bool:
-        return self._status is _Status.TERMINATED
+        return self._status is ServiceStatus.TERMINATED
 
     def get_number_of_registered_timers(self) -> int:
         """Timers registered and not cancelled (a periodic timer counts once); thread-safe."""
         with self._lock:
-            return sum(1 for _, _, t in self._heap if t.state is _TimerState.PENDING)
+            return sum(1 for _, _, t in self._heap if t.state is TimerState.PENDING)
 
-    def _stop_locked(self, status: _Status) -> None:
+    def _stop_locked(self, status: ServiceStatus) -> None:
         """Move to QUIESCED (only from RUNNING) or TERMINATED and drop pending timers, which
         end cancelled (as the delayed tasks of Flink's timer executor on shutdown): whoever
         holds one sees it done and never fired."""
-        if status is _Status.TERMINATED or self._status is _Status.RUNNING:
+        if status is ServiceStatus.TERMINATED or self._status is ServiceStatus.RUNNING:
             self._status = status
         for _, _, timer in self._heap:
-            if timer.state is _TimerState.PENDING:
-                timer.state = _TimerState.CANCELLED
+            if timer.state is TimerState.PENDING:
+                timer.state = TimerState.CANCELLED
         self._heap.clear()
 
     def _register(
@@ -303,11 +309,11 @@ class _TimerHeapService(ProcessingTimeService):
         if not callable(callback):
             raise TypeError("callback must be callable with the timestamp (ms)")
         with self._lock:
-            if self._status is _Status.QUIESCED:
+            if self._status is ServiceStatus.QUIESCED:
                 return _NoOpTimer(timestamp_ms)
-            if self._status is _Status.TERMINATED:
+            if self._status is ServiceStatus.TERMINATED:
                 raise RuntimeError(self._shut_down_message())
-            timer = _Timer(callback, timestamp_ms, period_ms, fixed_rate, self._lock)
+            timer = HeapTimer(callback, timestamp_ms, period_ms, fixed_rate, self._lock)
             self._push_locked(timer)
         self._after_register(timer)
         return timer
@@ -315,184 +321,33 @@ class _TimerHeapService(ProcessingTimeService):
     def _shut_down_message(self) -> str:
         return f"{type(self).__name__} is shut down"
 
-    def _push_locked(self, timer: _Timer) -> None:
+    def _push_locked(self, timer: HeapTimer) -> None:
         """Push a new or rescheduled timer (``self._lock`` held)."""
         self._seq += 1
         heapq.heappush(self._heap, (timer._timestamp_ms, self._seq, timer))
 
-    def _after_register(self, timer: _Timer) -> None:
+    def _after_register(self, timer: HeapTimer) -> None:
         """Called after a registration, with ``self._lock`` released."""
 
-    def _claim_locked(self, timer: _Timer) -> bool:
+    def _claim_locked(self, timer: HeapTimer) -> bool:
         """Whether ``timer`` may fire now (``self._lock`` held); a one-shot one becomes FIRED."""
-        if timer.state is not _TimerState.PENDING:
+        if timer.state is not TimerState.PENDING:
             return False
-        if self._status is not _Status.RUNNING:
-            timer.state = _TimerState.CANCELLED  # its mail was queued before the quiesce
+        if self._status is not ServiceStatus.RUNNING:
+            timer.state = TimerState.CANCELLED  # its mail was queued before the quiesce
             return False
         if not timer.period_ms:
-            timer.state = _TimerState.FIRED
+            timer.state = TimerState.FIRED
         return True
 
 
 # ------------------------------------------------------------------ system service
 
 
-class SystemProcessingTimeService(_TimerHeapService):
-    """Wall-clock timers whose callbacks run as mails on the task thread.
-
-    Follows Flink's ``SystemProcessingTimeService`` together with StreamTask's
-    ``deferCallbackToMailbox``: one daemon thread per service (named
-    ``"Time Trigger for <task_name>"``, started on the first registration)
-    sleeps on a heap of deadlines. When timers are due it does not call them:
-    it puts one mail per timer, in timestamp order, into the task's mailbox
-    through ``mailbox_executor`` with ``priority``; the task thread then runs
-    the callback ahead of its next unit of input. Hence callbacks never race
-    with record processing, and a callback that raises fails the task (the
-    exception propagates out of the mailbox loop).
-
-    Threading: every method is thread-safe. Callbacks run on the task thread.
-    Cancelling on the task thread guarantees the callback will not run, even
-    if its mail is already queued. Timer mails that the mailbox rejects
-    (quiesced or closed) are dropped.
-
-    Clock: ``time.time_ns() // 1_000_000`` (epoch ms). Deadlines are awaited on
-    a condition variable; a wall-clock jump backwards delays timers.
-
-    Args:
-        mailbox_executor: executor of the task whose thread runs the callbacks.
-        priority: priority of the timer mails (default ``MailPriority.TIMER``).
-        task_name: used in the timer thread's name.
-    """
-
-    def __init__(
-        self,
-        mailbox_executor: MailboxExecutor,
-        priority: int = MailPriority.TIMER,
-        *,
-        task_name: str = "task",
-    ) -> None:
-        if mailbox_executor.priority != priority:
-            mailbox_executor = mailbox_executor.with_priority(priority)
-        super().__init__()
-        self._executor = mailbox_executor
-        self._cond = threading.Condition(self._lock)
-        self._thread: threading.Thread | None = None
-        self._thread_name = f"Time Trigger for {task_name}"
-        self._compact_threshold = 64  # heap size that triggers dropping cancelled timers
-
-    # -------------------------------------------------------------- public API
-
-    def get_current_processing_time(self) -> int:
-        return time.time_ns() // 1_000_000
-
-    def quiesce(self) -> None:
-        """Stop firing: pending timers are dropped and queued timer mails do nothing.
-
-        A callback already running on the task thread completes. Later
-        registrations return a no-op timer. Thread-safe, idempotent.
-        """
-        with self._cond:
-            self._stop_locked(_Status.QUIESCED)
-            self._cond.notify_all()
-
-    def shutdown(self) -> None:
-        """Quiesce, stop the timer thread and join it (promptly). Idempotent.
-
-        Registering afterwards raises ``RuntimeError``.
-        """
-        with self._cond:
-            self._stop_locked(_Status.TERMINATED)
-            self._cond.notify_all()
-            thread = self._thread
-        if thread is not None and thread is not threading.current_thread():
-            thread.join(timeout=5.0)
-
-    # --------------------------------------------------------------- internals
-
-    def _shut_down_message(self) -> str:
-        return f"{self._thread_name}: the timer service is shut down"
-
-    def _push_locked(self, timer: _Timer) -> None:
-        """Push, wake the timer thread on a new earliest deadline; start it on first use."""
-        heap = self._heap
-        self._seq += 1
-        heapq.heappush(heap, (timer._timestamp_ms, self._seq, timer))
-        if heap[0][2] is timer:
-            self._cond.notify_all()  # new earliest deadline: re-arm the wait
-        if len(heap) > self._compact_threshold:
-            self._compact_locked()
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._run_timer_thread, name=self._thread_name, daemon=True
-            )
-            self._thread.start()
-
-    def _compact_locked(self) -> None:
-        # Cancelled timers stay in the heap until popped; drop them when the heap
-        # has doubled since the last compaction (amortised O(1) per push).
-        live = [entry for entry in self._heap if entry[2].state is _TimerState.PENDING]
-        heapq.heapify(live)
-        self._heap = live
-        self._compact_threshold = max(64, 2 * len(live))
-
-    def _run_timer_thread(self) -> None:
-        executor = self._executor
-        while True:
-            with self._cond:
-                due = self._await_due_timers_locked()
-            if due is None:
-                return
-            for timer in due:
-                try:
-                    executor.execute(
-                        lambda t=timer: self._fire_on_task_thread(t),
-                        f"processing-time timer @{timer._timestamp_ms}",
-                    )
-                except MailboxClosedError:
-                    _LOG.debug("%s: mailbox closed, dropping %r", self._thread_name, timer)
-
-    def _await_due_timers_locked(self) -> list[_Timer] | None:
-        """Block until timers are due; pop and return them, or ``None`` once stopped."""
-        while self._status is _Status.RUNNING:
-            heap = self._heap
-            while heap and heap[0][2].state is not _TimerState.PENDING:
-                heapq.heappop(heap)
-            if not heap:
-                self._cond.wait()
-                continue
-            now = self.get_current_processing_time()
-            if heap[0][0] > now:
-                self._cond.wait((heap[0][0] - now) / 1000.0)
-                continue
-            due = []
-            while heap and heap[0][0] <= now:
-                timer = heapq.heappop(heap)[2]
-                if timer.state is _TimerState.PENDING:
-                    due.append(timer)
-            return due
-        return None
-
-    def _fire_on_task_thread(self, timer: _Timer) -> None:
-        with self._lock:
-            if not self._claim_locked(timer):
-                return
-        timestamp_ms = timer._timestamp_ms
-        timer.callback(timestamp_ms)
-        if timer.period_ms:
-            timer._advance(timestamp_ms, self.get_current_processing_time())
-            with self._cond:
-                if timer.state is _TimerState.PENDING and self._status is _Status.RUNNING:
-                    self._push_locked(timer)
-
-    def __repr__(self) -> str:
-        return f"SystemProcessingTimeService({self._thread_name!r}, {self._status.value})"
-
-
 # -------------------------------------------------------------------- test service
 
 
-class TestProcessingTimeService(_TimerHeapService):
+class TestProcessingTimeService(TimerHeapService):
     """A manual clock for tests; Flink's ``TestProcessingTimeService``.
 
     The clock starts at ``start_time_ms`` (0) and only moves through
@@ -532,18 +387,18 @@ class TestProcessingTimeService(_TimerHeapService):
 
     def quiesce(self) -> None:
         with self._lock:
-            self._stop_locked(_Status.QUIESCED)
+            self._stop_locked(ServiceStatus.QUIESCED)
 
     def shutdown(self) -> None:
         with self._lock:
-            self._stop_locked(_Status.TERMINATED)
+            self._stop_locked(ServiceStatus.TERMINATED)
 
     def get_active_timer_timestamps(self) -> list[int]:
         """Sorted timestamps (ms) of the registered, not cancelled timers."""
         with self._lock:
-            return sorted(ts for ts, _, t in self._heap if t.state is _TimerState.PENDING)
+            return sorted(ts for ts, _, t in self._heap if t.state is TimerState.PENDING)
 
-    def _after_register(self, timer: _Timer) -> None:
+    def _after_register(self, timer: HeapTimer) -> None:
         if timer._timestamp_ms <= self._current_time_ms:
             self._fire_due_timers()  # a due timer fires at once, as in Flink
 
@@ -556,7 +411,7 @@ class TestProcessingTimeService(_TimerHeapService):
                 with self._lock:
                     heap = self._heap
                     if (
-                        self._status is not _Status.RUNNING
+                        self._status is not ServiceStatus.RUNNING
                         or not heap
                         or heap[0][0] > self._current_time_ms
                     ):
@@ -568,7 +423,7 @@ class TestProcessingTimeService(_TimerHeapService):
                 timer.callback(timestamp_ms)
                 if timer.period_ms:
                     with self._lock:
-                        if timer.state is _TimerState.PENDING and self._status is _Status.RUNNING:
+                        if timer.state is TimerState.PENDING and self._status is ServiceStatus.RUNNING:
                             timer._advance(timestamp_ms, self._current_time_ms)
                             self._push_locked(timer)
         finally:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional
 
-from rill.runtime.streamrecord import MIN_TIMESTAMP, Watermark
+from rill.common.streamrecord import MIN_TIMESTAMP, Watermark
 
 __all__ = [
     "WatermarkOutput",

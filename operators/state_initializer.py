@@ -1,0 +1,114 @@
+"""Builds an operator's state services from a restored snapshot or from nothing, and takes
+them back into a snapshot (Flink's ``StreamTaskStateInitializerImpl`` and the snapshot half of
+``StreamOperatorStateHandler``, ``org.apache.flink.streaming.api.operators``).
+
+The one place where backends, timers and the snapshot record meet: the task
+(``rill.runtime.tasks.stream_task``) and both operator test harnesses
+(:mod:`rill.operators.testing`, :mod:`rill.operators.testing_two_input`) call
+:meth:`StreamTaskStateInitializer.initialize` for every operator, and
+:func:`snapshot_operator_state` gives the
+:class:`~rill.state.checkpoint.operator_subtask_state.OperatorSubtaskState` that
+``initialize`` restores from.
+
+Threading: both run on the task thread (the harness' thread in tests).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from rill.operators.base import StreamOperator
+from rill.operators.context import StreamOperatorContext
+from rill.operators.runtime_context import StreamingRuntimeContext
+from rill.operators.timer_service import InternalTimeServiceManager
+from rill.state.backend import KeyedStateBackend, OperatorStateBackend
+from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
+from rill.state.heap import HeapKeyedStateBackend
+from rill.state.key_groups import KeyGroupRange, compute_key_group_range_for_operator_index
+from rill.state.operator_state import DefaultOperatorStateBackend
+
+__all__ = ["StreamTaskStateInitializer", "snapshot_operator_state"]
+
+#: ``(key_group_range, max_parallelism) -> KeyedStateBackend``
+KeyedStateBackendFactory = Callable[[KeyGroupRange, int], KeyedStateBackend]
+#: ``operator_name -> OperatorStateBackend``
+OperatorStateBackendFactory = Callable[[str], OperatorStateBackend]
+
+
+class StreamTaskStateInitializer:
+    """Gives an operator its keyed state backend and internal timer service manager (keyed
+    operators only), its operator state backend and its runtime context, restored from an
+    ``OperatorSubtaskState`` or empty.
+
+    :param keyed_state_backend_factory: makes the keyed state backend of a subtask's key-group
+        range (default :class:`~rill.state.heap.HeapKeyedStateBackend`).
+    :param operator_state_backend_factory: makes the operator state backend from the operator's
+        name (default :class:`~rill.state.operator_state.DefaultOperatorStateBackend`).
+    """
+
+    def __init__(
+        self,
+        keyed_state_backend_factory: KeyedStateBackendFactory = HeapKeyedStateBackend,
+        operator_state_backend_factory: OperatorStateBackendFactory = DefaultOperatorStateBackend,
+    ) -> None:
+        self._keyed_state_backend_factory = keyed_state_backend_factory
+        self._operator_state_backend_factory = operator_state_backend_factory
+
+    def initialize(self, ctx: StreamOperatorContext,
+                   restored: Optional[OperatorSubtaskState] = None) -> StreamOperatorContext:
+        """Fill ``keyed_state_backend`` and ``timer_service_manager`` (when the operator has a
+        state key selector: keyed), ``operator_state_backend``, ``runtime_context`` and, when
+        ``restored`` is given, ``restored`` / ``restored_checkpoint_id`` of ``ctx`` in place;
+        returns ``ctx``. The keyed backend covers the key groups of subtask
+        ``ctx.subtask_index`` of ``ctx.parallelism`` and takes from ``restored`` only those.
+
+        :raises ValueError: if ``restored`` holds keyed state or timers for an operator that is
+            not keyed, or as the backends' ``restore`` (another max parallelism, a state
+            restored as another kind or mode).
+        """
+        keyed = ctx.key_selector is not None or ctx.key_selector2 is not None
+        if restored is not None and not keyed and (restored.keyed_state or restored.timers):
+            raise ValueError(
+                f"Operator '{ctx.operator_name}' is not keyed, but the state it restores from has "
+                "keyed state or timers (was the key_by removed?)"
+            )
+        if keyed:
+            key_groups = compute_key_group_range_for_operator_index(
+                ctx.max_parallelism, ctx.parallelism, ctx.subtask_index)
+            backend = self._keyed_state_backend_factory(key_groups, ctx.max_parallelism)
+            if restored is not None:
+                backend.restore(restored.keyed_state)
+            ctx.keyed_state_backend = backend
+            ctx.timer_service_manager = InternalTimeServiceManager(
+                key_groups, backend, ctx.processing_time_service,
+                None if restored is None else restored.timers)
+        operator_backend = self._operator_state_backend_factory(ctx.operator_name)
+        if restored is not None:
+            operator_backend.restore(restored.operator_state)
+            ctx.restored = True
+            ctx.restored_checkpoint_id = restored.checkpoint_id
+        ctx.operator_state_backend = operator_backend
+        ctx.runtime_context = StreamingRuntimeContext(ctx)
+        return ctx
+
+
+def snapshot_operator_state(operator: StreamOperator, checkpoint_id: int, timestamp: int) -> OperatorSubtaskState:
+    """The operator's state now, as the record :meth:`StreamTaskStateInitializer.initialize`
+    restores from: first the operator's own ``snapshot_state`` (a ``CheckpointedFunction``
+    writes its fields into its states; the operator state backend's snapshot), then the keyed
+    state backend and the timers of its context.
+
+    :param checkpoint_id: the checkpoint's id.
+    :param timestamp: when the checkpoint was triggered, epoch ms.
+    :raises RuntimeError: if the keyed state backend was disposed.
+    """
+    operator_state = operator.snapshot_state(checkpoint_id, timestamp)
+    ctx = operator.context
+    keyed = ctx.keyed_state_backend
+    timers = ctx.timer_service_manager
+    return OperatorSubtaskState(
+        checkpoint_id=checkpoint_id,
+        operator_state=operator_state,
+        keyed_state=() if keyed is None else (keyed.snapshot(),),
+        timers={} if timers is None else timers.snapshot(),
+    )

@@ -1,0 +1,128 @@
+"""The state of one operator in one subtask, as a checkpoint captures it (Flink's
+``OperatorSubtaskState`` with its ``KeyGroupsStateHandle`` and ``OperatorStateHandle``).
+
+Three parts, each a frozen record of plain Python data so that a writer can encode it (Parquet
+later) without reaching into live backends:
+
+- managed keyed state, key group by key group (:class:`KeyedStateSnapshot`): what the keyed
+  state backend holds, per state name the ``(key, namespace, stored value)`` entries;
+- operator state (``{name: (mode, entries)}``, :data:`rill.state.operator_state.OperatorStateSnapshot`):
+  list, union list and broadcast state;
+- timers, per timer service and key group (:class:`TimerServiceSnapshot`).
+
+Keyed state and timers are indexed by key group, so a restore (or a reader) takes the key
+groups of one range without the rest; that is how a rescaled subtask picks its share.
+
+Values are captured, not shared: a backend's ``snapshot`` copies what it stores, so later
+updates, including in-place mutation of stored lists, dicts or user objects, do not leak into
+the record (Flink's heap backend gets the same from copy-on-write tables and serializer copies).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Tuple
+
+from rill.state.descriptors import StateDescriptor
+from rill.state.key_groups import KeyGroupRange
+
+__all__ = ["KeyedStateSnapshot", "TimersOfKeyGroup", "TimerServiceSnapshot", "OperatorSubtaskState"]
+
+#: ``(key, namespace, stored value)`` of one keyed state entry.
+KeyedStateEntry = Tuple[Any, Any, Any]
+#: ``(timestamp ms, key, namespace)`` of one timer.
+TimerEntry = Tuple[int, Any, Any]
+
+_EMPTY: Mapping[Any, Any] = {}
+
+
+def _frozen(mapping: Mapping[Any, Any]) -> Mapping[Any, Any]:
+    # A private copy: the record does not share the caller's dicts. Plain dicts rather than
+    # read-only proxies, so that a record pickles (it will travel from task to JobMaster);
+    # the records are never mutated after construction.
+    return dict(mapping)
+
+
+@dataclass(frozen=True)
+class KeyedStateSnapshot:
+    """The managed keyed state of one subtask (Flink's ``KeyGroupsStateHandle`` of a heap
+    backend, in memory).
+
+    :param max_parallelism: the number of key groups of the operator.
+    :param key_group_range: the key groups the snapshotting subtask owned.
+    :param descriptors: every registered state's descriptor by name (what a restore needs to
+        recreate the state, and what declares its type).
+    :param key_groups: key group -> state name -> ``(key, namespace, stored value)`` entries;
+        only key groups and states with entries appear. Stored values are in the backend's
+        layout (see :mod:`rill.state.state_table`; TTL states store ``(value, last_access_ms)``).
+    :raises ValueError: if a key group lies outside ``key_group_range``.
+    """
+
+    max_parallelism: int
+    key_group_range: KeyGroupRange
+    descriptors: Mapping[str, StateDescriptor] = field(default_factory=dict)
+    key_groups: Mapping[int, Mapping[str, Tuple[KeyedStateEntry, ...]]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        outside = [kg for kg in self.key_groups if not self.key_group_range.contains(kg)]
+        if outside:
+            raise ValueError(f"Key groups {sorted(outside)} are not in {self.key_group_range}")
+        object.__setattr__(self, "descriptors", _frozen(self.descriptors))
+        object.__setattr__(self, "key_groups", _frozen(
+            {kg: _frozen(states) for kg, states in self.key_groups.items()}))
+
+    def entries(self, state_name: str, key_group: int) -> Tuple[KeyedStateEntry, ...]:
+        """The entries of one state in one key group (empty if it has none)."""
+        return self.key_groups.get(key_group, _EMPTY).get(state_name, ())
+
+
+@dataclass(frozen=True)
+class TimersOfKeyGroup:
+    """The timers of one timer service in one key group, each in registration order."""
+
+    event_time: Tuple[TimerEntry, ...] = ()
+    processing_time: Tuple[TimerEntry, ...] = ()
+
+
+@dataclass(frozen=True)
+class TimerServiceSnapshot:
+    """The timers of one named timer service of one subtask (what Flink writes per key group
+    through ``InternalTimerServiceSerializationProxy``).
+
+    :param key_groups: key group -> its timers; only key groups with timers appear.
+    """
+
+    key_groups: Mapping[int, TimersOfKeyGroup] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key_groups", _frozen(self.key_groups))
+
+
+@dataclass(frozen=True)
+class OperatorSubtaskState:
+    """Everything one operator of one subtask restores from (Flink's ``OperatorSubtaskState``).
+
+    :param checkpoint_id: the checkpoint it was taken for, or ``None`` when unknown.
+    :param operator_state: ``{name: (mode name, entries)}`` as
+        ``DefaultOperatorStateBackend.snapshot`` gives it (empty: none).
+    :param keyed_state: the keyed state snapshots this subtask restores from (of one old
+        subtask, or of several after rescaling; each contributes the key groups in the new
+        range), empty for a non-keyed operator.
+    :param timers: timer service name -> its timers, empty for a non-keyed operator.
+    """
+
+    checkpoint_id: Optional[int] = None
+    operator_state: Mapping[str, Tuple[str, Tuple[Any, ...]]] = field(default_factory=dict)
+    keyed_state: Tuple[KeyedStateSnapshot, ...] = ()
+    timers: Mapping[str, TimerServiceSnapshot] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "operator_state", _frozen(
+            {name: (mode, tuple(entries)) for name, (mode, entries) in self.operator_state.items()}))
+        object.__setattr__(self, "keyed_state", tuple(self.keyed_state))
+        object.__setattr__(self, "timers", _frozen(self.timers))
+
+    def has_state(self) -> bool:
+        """Whether any part holds something (Flink's ``hasState``)."""
+        return bool(self.operator_state) or any(s.key_groups for s in self.keyed_state) or any(
+            t.key_groups for t in self.timers.values())
