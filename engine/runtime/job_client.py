@@ -18,9 +18,16 @@ class JobClient:
     busy/idle/back-pressured time per second, buffer pool usage).
     """
 
-    def __init__(self, job_master, on_close=None):
+    def __init__(self, job_master, on_close=None, web_interface_url: Optional[str] = None):
         self._jm = job_master
         self._on_close = on_close
+        self._web_interface_url = web_interface_url
+
+    def get_web_interface_url(self) -> Optional[str]:
+        """``http://host:port`` of the REST API and dashboard serving this job (the bound port
+        when ``rest.port`` is 0), or None when none was asked for (Flink's
+        ``ClusterClient.getWebInterfaceURL``)."""
+        return self._web_interface_url
 
     def get_job_id(self) -> str:
         return self._jm.job_id
