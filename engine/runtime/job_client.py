@@ -7,6 +7,8 @@ from typing import Dict, List, Optional, Tuple
 
 from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.metrics import TaskMetricsSnapshot
+from rill.runtime.rest.backpressure import RootCause, find_root_cause
+from rill.runtime.rest.snapshot import snapshot_job_master
 
 __all__ = ["JobClient"]
 
@@ -79,3 +81,8 @@ class JobClient:
 
     def get_net_runtime_ms(self) -> Optional[int]:
         return self._jm.get_net_runtime_ms()
+
+    def get_backpressure_root_cause(self) -> Optional[RootCause]:
+        """The vertex (and subtask) causing backpressure now, a
+        :class:`rill.runtime.rest.backpressure.RootCause`, or None (see that module)."""
+        return find_root_cause(snapshot_job_master(self._jm))

@@ -11,7 +11,9 @@ import pytest
 
 import flink_fields as F
 from rill.common import Configuration
+from rill.cli import main
 from rill.datastream import StreamExecutionEnvironment
+from rill.runtime.reporting import format_summary
 
 
 def _env(parallelism=2, **settings) -> StreamExecutionEnvironment:
@@ -94,11 +96,28 @@ def test_finished_job_has_flinks_fields_and_exact_figures(embedded_rest):
     assert F.EXCEPTIONS <= exc.keys() and exc["root-exception"] is None and exc["exceptionHistory"]["entries"] == []
 
 
+def test_rill_info_prints_the_finished_jobs_table(embedded_rest, capsys):
+    env = _env()
+    env.from_collection(list(range(500))).name("Numbers").map(lambda x: x).name("Same").add_sink(lambda x: None)
+    client = env.execute_async("rest info")
+    client.wait(60)
+    url = client.get_web_interface_url()
+    assert main(["info", client.get_job_id(), "--url", url]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"Job 'rest info' ({client.get_job_id()}): FINISHED")
+    rows = [line.split() for line in out[2:]]
+    assert [(r[-7], r[-6], r[-5], r[-4], r[-1]) for r in rows] == [
+        ("1", "FINISHED", "0", "500", "ok"), ("2", "FINISHED", "500", "0", "ok")]
+    assert len(out) == 4  # no root cause line
+    assert main(["info", "f" * 32, "--url", url]) == 1
+    assert "HTTP 404: Job " + "f" * 32 + " not found" in capsys.readouterr().err
+
+
 def _slow(x):
     time.sleep(0.001)
 
 
-def test_back_pressured_job_names_the_slow_sink_subtask_and_cancels_with_the_token(embedded_rest):
+def test_back_pressured_job_names_the_slow_sink_subtask_and_cancels_with_the_token(embedded_rest, capsys):
     env = _env(1, **{"taskmanager.network.records-per-buffer": 32, "rill.source.batch-size": 32})
     (env.from_sequence(1, 10**9).name("Numbers")
         .map(lambda x: x).name("Identity").disable_chaining()
@@ -126,6 +145,16 @@ def test_back_pressured_job_names_the_slow_sink_subtask_and_cancels_with_the_tok
         bp = http.get(f"/jobs/{job_id}/vertices/{source['id']}/backpressure")
         assert bp["subtasks"][0]["backpressure-level"] == "high" and bp["subtasks"][0]["ratio"] > 0.5
         assert http.get(f"/jobs/{job_id}/vertices/{sink['id']}/backpressure")["backpressure-level"] == "ok"
+
+        summary = format_summary(client)
+        assert f"Backpressure root cause: Sink: Slow (subtask {busy_subtask}) is busy" in summary
+        assert summary.rstrip().splitlines()[-2].endswith("back-pressures: Source: Numbers, Identity")
+        assert main(["info", job_id, "--url", http.base]) == 0
+        out = capsys.readouterr().out.splitlines()
+        assert out[0].startswith(f"Job 'rest back-pressured' ({job_id}): RUNNING")
+        assert [line.split()[-1] for line in out[2:5]] == ["high", "high", "ok"]
+        assert out[5].startswith(f"Backpressure root cause: Sink: Slow (subtask {busy_subtask}), busy ")
+        assert out[5].endswith("back-pressured: Source: Numbers, Identity")
 
         tms = http.get("/taskmanagers")["taskmanagers"]
         assert tms and all(F.TASKMANAGER <= t.keys() for t in tms)
