@@ -40,7 +40,7 @@ def run_progress_bar(client, interval_s: float = 0.2) -> None:
 def format_summary(client) -> str:
     """A table: one row per vertex with parallelism, records in/out, duration, busy/idle/
     back-pressured ms per second and backpressure status; then the backpressure root cause
-    (embedded jobs, when one is back-pressured), the job status and net runtime."""
+    (when a vertex is back-pressured), the job status and net runtime."""
     rows = client.get_vertex_summaries()
     header = (f"{'vertex':<48} {'p':>3} {'records in':>12} {'records out':>12} {'time s':>8} "
               f"{'busy':>6} {'idle':>6} {'bp':>6} {'cpu':>6}  status")
@@ -61,8 +61,7 @@ def format_summary(client) -> str:
         cpu_note = "each task is a process of its own on the cluster"
     lines.append("(busy / idle / bp / cpu: ms per second, averaged over the vertex's subtasks; "
                  f"cpu = the task thread's own CPU time — {cpu_note})")
-    cause_of = getattr(client, "get_backpressure_root_cause", None)  # the cluster client has none yet
-    cause = cause_of() if cause_of is not None else None
+    cause = client.get_backpressure_root_cause()
     if cause is not None:
         lines.append(f"Backpressure root cause: {cause.describe()}")
     net = client.get_net_runtime_ms()

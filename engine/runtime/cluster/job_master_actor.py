@@ -30,6 +30,7 @@ from rill.runtime.cluster import messages as m
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
+from rill.runtime.rest.snapshot import snapshot_job_master
 
 __all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "TaskExecutorLostException"]
 
@@ -353,7 +354,8 @@ class JobMasterActor(Actor):
             metrics=jm.task_metrics(), vertex_summaries=jm.vertex_summaries(),
             source_progress=jm.source_progress(),
             source_units_are_bytes=any(isinstance(c.source, FileSource) for c in jm.coordinators.values()),
-            net_runtime_ms=jm.get_net_runtime_ms(), result=result)
+            net_runtime_ms=jm.get_net_runtime_ms(), result=result,
+            rest_snapshot=snapshot_job_master(jm, location=lambda t: (t.slot.resource_id, t.slot.host)))
 
 
 def _netty_config(job_configuration, secret: bytes):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 from rill.runtime.metrics import TaskMetricsSnapshot
 
@@ -100,8 +100,13 @@ class JobSnapshot:
         return next((v for v in self.vertices if v.id == vertex_id), None)
 
 
-def snapshot_job_master(jm, host: str = "127.0.0.1") -> JobSnapshot:
-    """Read a live ``JobMaster`` (embedded mode) into a :class:`JobSnapshot`.
+def snapshot_job_master(jm, location: Optional[Callable[[object], Tuple[str, str]]] = None) -> JobSnapshot:
+    """Read a live ``JobMaster`` into a :class:`JobSnapshot`: the embedded one, or the one a
+    cluster's JobMasterActor runs (whose tasks are ``RemoteTask`` handles with the latest
+    reported metrics).
+
+    :param location: ``task -> (taskmanager id, host)``; default: the JobMaster's one
+        TaskExecutor (embedded mode) on 127.0.0.1.
 
     Wall-clock times come from the JobMaster's monotonic clock offset by the current
     ``time.time()`` (the JobMaster records monotonic times only). Safe from any thread: it
@@ -117,11 +122,14 @@ def snapshot_job_master(jm, host: str = "127.0.0.1") -> JobSnapshot:
         tasks = list(jm.tasks)
         state = jm.status.name
         start_ns, end_ns = jm._start_ns, jm._end_ns
-    tm_id = getattr(jm.task_executor, "resource_id", "embedded")
+        failure = jm._first_failure
+    if location is None:
+        embedded = (jm.task_executor.resource_id, "127.0.0.1")
+        location = lambda _task: embedded  # noqa: E731
     vertices = []
     for v in jm.job_graph.get_vertices_sorted_topologically_from_sources():
         subtasks = [
-            SubtaskSnapshot(t.tdd.subtask_index, t.execution_state.name, t.metrics.snapshot(), tm_id, host)
+            SubtaskSnapshot(t.tdd.subtask_index, t.execution_state.name, t.metrics.snapshot(), *location(t))
             for t in tasks if t.tdd.vertex is v
         ]
         subtasks.sort(key=lambda s: s.subtask)
@@ -132,13 +140,13 @@ def snapshot_job_master(jm, host: str = "127.0.0.1") -> JobSnapshot:
             subtasks=subtasks,
         ))
     exceptions = []
-    for t in tasks:
-        f = t.failure
-        if f is not None:
-            exceptions.append(ExceptionSnapshot(
-                exception_name=type(f.error).__name__, message=str(f.error), stacktrace=f.traceback_text,
-                timestamp_ms=wall(t.metrics.end_ns), task_name=f.task_name_with_subtasks,
-                operator_name=f.operator_name, taskmanager_id=tm_id))
+    if failure is not None:  # the root cause (Flink's root exception); later failures follow from it
+        where = next((location(t)[0] for t in tasks if t.task_name_with_subtasks == failure.task_name_with_subtasks), "")
+        exceptions.append(ExceptionSnapshot(
+            exception_name=type(failure.error).__name__, message=str(failure.error),
+            stacktrace=failure.traceback_text or f"{type(failure.error).__name__}: {failure.error}",
+            timestamp_ms=wall(end_ns) if end_ns is not None else now_wall_ms,
+            task_name=failure.task_name_with_subtasks, operator_name=failure.operator_name, taskmanager_id=where))
     start_ms = wall(start_ns)
     timestamps = {"INITIALIZING": start_ms, "CREATED": start_ms, "RUNNING": start_ms}
     if end_ns is not None:
