@@ -6,6 +6,7 @@ names as in Flink 1.18's REST documentation). Where Rill adds a field it is mark
 
 from __future__ import annotations
 
+import time
 from typing import Dict, Iterable, List
 
 from rill.runtime.rest.backpressure import find_root_cause, subtask_level, subtask_ratios, vertex_level
@@ -30,8 +31,8 @@ def _status_counts(subtasks: Iterable[SubtaskSnapshot]) -> Dict[str, int]:
 
 
 def _io_metrics(subtasks: List[SubtaskSnapshot], complete: bool) -> Dict[str, object]:
-    """Flink's ``IOMetricsInfo``: records and bytes in/out summed, accumulated times (ms)
-    summed over subtasks for a vertex (max over them in Flink's vertex view is per-subtask)."""
+    """Flink's ``IOMetricsInfo`` over ``subtasks``: records and bytes in/out and the
+    accumulated busy / idle / back-pressured times (ms), summed."""
     ms = [s.metrics for s in subtasks]
     return {
         "read-bytes": sum(m.num_bytes_in for m in ms), "read-bytes-complete": complete,
@@ -65,7 +66,6 @@ def cluster_overview(jobs: List[JobSnapshot], taskmanagers: int, slots_total: in
 
 def dashboard_config(refresh_interval_ms: int) -> Dict:
     """``GET /config``: ``DashboardConfigHandler`` / ``DashboardConfiguration``."""
-    import time  # noqa: PLC0415 - only here
     offset_ms = -time.timezone * 1000 if not time.daylight else -time.altzone * 1000
     return {
         "refresh-interval": refresh_interval_ms, "timezone-name": time.tzname[0], "timezone-offset": offset_ms,

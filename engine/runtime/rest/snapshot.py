@@ -110,7 +110,7 @@ def snapshot_job_master(jm, location: Optional[Callable[[object], Tuple[str, str
 
     Wall-clock times come from the JobMaster's monotonic clock offset by the current
     ``time.time()`` (the JobMaster records monotonic times only). Safe from any thread: it
-    reads counters and states, and the task list is copied under the JobMaster's lock.
+    reads counters and states, and ``JobMaster.observe()`` copies the rest under its lock.
     """
     now_wall_ms = int(time.time() * 1000)
     now_ns = time.monotonic_ns()
@@ -118,11 +118,8 @@ def snapshot_job_master(jm, location: Optional[Callable[[object], Tuple[str, str
     def wall(mono_ns: Optional[int]) -> int:
         return -1 if mono_ns is None else now_wall_ms - int((now_ns - mono_ns) / 1e6)
 
-    with jm._lock:
-        tasks = list(jm.tasks)
-        state = jm.status.name
-        start_ns, end_ns = jm._start_ns, jm._end_ns
-        failure = jm._first_failure
+    status, tasks, start_ns, end_ns, failure = jm.observe()
+    state = status.name
     if location is None:
         embedded = (jm.task_executor.resource_id, "127.0.0.1")
         location = lambda _task: embedded  # noqa: E731

@@ -11,6 +11,7 @@ import time
 import pytest
 
 import flink_fields as F
+from rest_http import Http
 from rill.common import Configuration
 from rill.common.configuration import ConfigOptions
 from rill.datastream import StreamExecutionEnvironment
@@ -20,7 +21,6 @@ from rill.runtime.rest.auth import derive_bearer_token
 @pytest.fixture
 def cluster_rest(cluster):
     """(Http, process) of a REST endpoint process serving ``cluster``; stopped afterwards."""
-    from conftest import Http  # noqa: PLC0415
     proc = subprocess.Popen([sys.executable, "-m", "rill.runtime.rest.cluster_endpoint", "--cluster", cluster.address,
                              "--rest-port", "0"], env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)

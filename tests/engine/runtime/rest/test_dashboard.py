@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from rest_http import Http
 from rill.common import Configuration
 from rill.datastream import StreamExecutionEnvironment
 
@@ -38,7 +39,6 @@ def _slow(x):
 
 
 def test_dashboard_shows_the_back_pressured_job_and_its_root_cause(embedded_rest, tmp_path):
-    from conftest import Http  # noqa: PLC0415
     conf = Configuration().set_string("rest.port", "0").set_string("taskmanager.network.records-per-buffer", "32")
     conf.set_string("rill.source.batch-size", "32")
     env = StreamExecutionEnvironment.get_execution_environment(conf)

@@ -10,6 +10,7 @@ import time
 import pytest
 
 import flink_fields as F
+from rest_http import Http
 from rill.common import Configuration
 from rill.cli import main
 from rill.datastream import StreamExecutionEnvironment
@@ -27,7 +28,6 @@ def _env(parallelism=2, **settings) -> StreamExecutionEnvironment:
 
 
 def _http(client):
-    from conftest import Http  # noqa: PLC0415 - the fixture module of this folder
     url = client.get_web_interface_url()
     assert re.fullmatch(r"http://127\.0\.0\.1:\d+", url), url
     return Http(url)
