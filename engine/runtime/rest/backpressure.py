@@ -33,12 +33,15 @@ BUSY_RATIO = 0.5
 
 
 def subtask_ratios(s: SubtaskSnapshot) -> Dict[str, float]:
-    """``{"ratio", "idleRatio", "busyRatio"}`` of one subtask, each in [0, 1] (Flink's names)."""
+    """``{"ratio", "idleRatio", "busyRatio"}`` of one subtask, each in [0, 1] (Flink's names),
+    and Rill's ``"cpuRatio"``: the task thread's own CPU time per second (in one process the
+    tasks share the GIL, so ``busyRatio - cpuRatio`` is mostly waiting for it)."""
     m = s.metrics
     return {
         "ratio": round(m.back_pressured_time_ms_per_second / 1000.0, 4),
         "idleRatio": round(m.idle_time_ms_per_second / 1000.0, 4),
         "busyRatio": round(m.busy_time_ms_per_second / 1000.0, 4),
+        "cpuRatio": round(m.cpu_time_ms_per_second / 1000.0, 4),
     }
 
 

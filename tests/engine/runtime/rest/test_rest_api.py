@@ -77,7 +77,7 @@ def test_finished_job_has_flinks_fields_and_exact_figures(embedded_rest):
     assert F.BACKPRESSURE <= bp.keys() and bp["status"] == "ok" and bp["backpressure-level"] in F.BACKPRESSURE_LEVELS
     for s in bp["subtasks"]:
         assert F.SUBTASK_BACKPRESSURE <= s.keys()
-        assert 0.0 <= s["ratio"] <= 1.0 and abs(s["ratio"] + s["idleRatio"] + s["busyRatio"] - 1.0) < 0.01
+        assert 0.0 <= s["cpuRatio"] <= 1.0 and 0.0 <= s["ratio"] <= 1.0 and abs(s["ratio"] + s["idleRatio"] + s["busyRatio"] - 1.0) < 0.01
 
     wms = http.get(f"/jobs/{job_id}/vertices/{sum_vertex}/watermarks")
     # the bounded input ended: every subtask's input watermark is Long.MAX_VALUE, as in Flink
