@@ -4,9 +4,11 @@ with the token derived from the cluster's secret, and the process stopping on SI
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -92,3 +94,24 @@ def test_cluster_job_through_the_rest_endpoint_process(cluster, cluster_rest):
         client.cancel()
         client.wait(60)
     cluster.wait_no_task_processes()
+
+
+def test_rill_cluster_start_and_stop_run_the_endpoint_when_rest_port_is_set(local_cluster, tmp_path):
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "config.yaml").write_text("rest.port: 0\n")
+    c = local_cluster(task_executors=1, slots=1, extra_env={"RILL_CONF_DIR": str(conf_dir)})
+    info = json.loads((c.run_dir / f"rest-{c.port}.json").read_text())
+    assert info["url"].startswith("http://127.0.0.1:")
+    ov = Http(info["url"]).get("/overview")
+    assert (ov["taskmanagers"], ov["slots-total"], ov["jobs-running"]) == (1, 1, 0)
+    c.stop()
+    assert not (c.run_dir / f"rest-{c.port}.json").exists()
+    assert not _alive(info["pid"])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
