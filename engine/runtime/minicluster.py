@@ -43,10 +43,9 @@ class MiniCluster:
 
     def submit_job(self, job_graph, configuration: Configuration, job_parameters=None,
                    collect_channel=None) -> JobClient:
+        rest_url = self._ensure_rest_endpoint(configuration)
         slots = self.num_slots or sum(required_slots(job_graph).values())
         executor = TaskExecutor(slots, resource_id=f"embedded-{next(_ids)}", configuration=configuration)
-
-        rest_url = self._ensure_rest_endpoint(configuration)
 
         def on_terminal(jm: JobMaster) -> None:
             if self._gateway is not None:
