@@ -345,6 +345,7 @@ class JobRun:
     socket_queues: Optional[Tuple[int, int]] = None  # kernel send / receive queue bytes at the end
     processes_left_after_s: Optional[float] = None
     processes_left: List[int] = field(default_factory=list)
+    root_cause: Optional[dict] = None  # the REST API's backpressure-root-cause at the window's end
 
 
 _FIELDS = ("num_records_in", "num_records_out", "num_buffers_in", "num_buffers_out", "num_bytes_in",
@@ -404,6 +405,8 @@ def run_job(cluster: Optional[BenchCluster], address: str, name: str, credit: bo
                     continue
             run.samples.append({"t": now - started_at, "wall": time.time(), "tasks": tasks})
             if now - started_at >= warmup_s + duration_s:
+                cause = client.get_backpressure_root_cause()
+                run.root_cause = cause.as_json() if cause is not None else None
                 if cluster is not None:  # after the window: `rill cluster status` costs CPU
                     processes = cluster.task_processes()
                     run.socket_queues = socket_queue_bytes([p for ps in processes.values() for p in ps])
@@ -1238,6 +1241,12 @@ def run_job_part(args, log) -> Tuple[List[JobRun], List[dict], List[str], int]:
                 f"{args.duration:g} s window ...")
             run = run_job(cluster, address, name, credit, rate, args.warmup, args.duration, work, log)
             summary = summarize_job(run)
+            summary["root_cause"] = run.root_cause
+            log(f"job run '{name}': backpressure root cause {json.dumps(run.root_cause)}")
+            if name == "credit" and (run.root_cause is None or not run.root_cause["vertex-name"].startswith("B")
+                                     or run.root_cause["subtask"] != SLOW_SUBTASK):
+                problems.append(f"job run '{name}': the root cause should be B.{SLOW_SUBTASK + 1}, "
+                                f"got {json.dumps(run.root_cause)}")
             runs.append(run)
             summaries.append(summary)
             if run.end_error:

@@ -165,7 +165,14 @@ def main(argv: Optional[List[str]] = None) -> int:
     listing = sub.add_parser("list", help="list the jobs of a cluster")
     listing.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
 
+    info = sub.add_parser("info", help="print a job's vertices, records and backpressure from the REST API")
+    info.add_argument("job_id")
+    info.add_argument("--url", default=None, help="the REST endpoint (default: http://rest.address:rest.port)")
+
     args = parser.parse_args(argv)
+    if args.command == "info":
+        from rill.runtime.rest.job_info import run_info_command  # noqa: PLC0415 - only for this command
+        return run_info_command(args.job_id, args.url)
     if args.command in ("cluster", "cancel", "list"):
         from rill.cluster_cli import run_cluster_command  # noqa: PLC0415 - thespian only when needed
         return run_cluster_command(args)

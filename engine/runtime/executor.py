@@ -10,7 +10,7 @@ from rill.common.configuration import ConfigOptions, Configuration
 from rill.runtime.job_client import JobClient
 from rill.runtime.minicluster import MiniCluster
 
-__all__ = ["submit_job"]
+__all__ = ["submit_job", "embedded_cluster"]
 
 _embedded = MiniCluster()
 
@@ -26,3 +26,9 @@ def submit_job(job_graph, configuration: Configuration, job_parameters=None, col
         from rill.runtime.cluster.client import submit_to_cluster  # noqa: PLC0415 - only for cluster mode
         return submit_to_cluster(target, job_graph, configuration, job_parameters, collect_channel)
     return _embedded.submit_job(job_graph, configuration, job_parameters, collect_channel)
+
+
+def embedded_cluster() -> MiniCluster:
+    """The process's embedded MiniCluster (where ``execution.target: embedded`` jobs run): its
+    ``rest_endpoint``, ``rest_bearer_token()`` and ``close_rest_endpoint()``."""
+    return _embedded

@@ -7,6 +7,8 @@ from typing import Dict, List, Optional, Tuple
 
 from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.metrics import TaskMetricsSnapshot
+from rill.runtime.rest.backpressure import RootCause, find_root_cause
+from rill.runtime.rest.snapshot import snapshot_job_master
 
 __all__ = ["JobClient"]
 
@@ -18,9 +20,16 @@ class JobClient:
     busy/idle/back-pressured time per second, buffer pool usage).
     """
 
-    def __init__(self, job_master, on_close=None):
+    def __init__(self, job_master, on_close=None, web_interface_url: Optional[str] = None):
         self._jm = job_master
         self._on_close = on_close
+        self._web_interface_url = web_interface_url
+
+    def get_web_interface_url(self) -> Optional[str]:
+        """``http://host:port`` of the REST API and dashboard serving this job (the bound port
+        when ``rest.port`` is 0), or None when none was asked for (Flink's
+        ``ClusterClient.getWebInterfaceURL``)."""
+        return self._web_interface_url
 
     def get_job_id(self) -> str:
         return self._jm.job_id
@@ -71,3 +80,8 @@ class JobClient:
 
     def get_net_runtime_ms(self) -> Optional[int]:
         return self._jm.get_net_runtime_ms()
+
+    def get_backpressure_root_cause(self) -> Optional[RootCause]:
+        """The vertex (and subtask) causing backpressure now, a
+        :class:`rill.runtime.rest.backpressure.RootCause`, or None (see that module)."""
+        return find_root_cause(snapshot_job_master(self._jm))

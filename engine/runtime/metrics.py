@@ -85,6 +85,9 @@ class TaskMetricsSnapshot:
     input_pool_usage: float
     output_pool_usage: float
     source_progress_units: int
+    #: Flink's ``currentInputWatermark`` (epoch ms): the minimum over the task's logical inputs'
+    #: watermarks; None for a source task (no input).
+    current_input_watermark: Optional[int] = None
 
     @property
     def backpressure_status(self) -> str:
@@ -110,6 +113,7 @@ class TaskIOMetrics:
         consumers.
     :ivar input_pool_usage: ``() -> float`` in [0, 1], Flink's ``inPoolUsage``.
     :ivar output_pool_usage: ``() -> float`` in [0, 1], Flink's ``outPoolUsage``.
+    :ivar current_input_watermark: ``() -> int | None``, Flink's ``currentInputWatermark``.
     """
 
     def __init__(self, task_name: str, subtask_index: int):
@@ -134,6 +138,7 @@ class TaskIOMetrics:
         self.input_pool_usage: Callable[[], float] = lambda: 0.0
         self.output_pool_usage: Callable[[], float] = lambda: 0.0
         self.source_progress: Callable[[], int] = lambda: 0
+        self.current_input_watermark: Callable[[], Optional[int]] = lambda: None
 
     def mark_start(self) -> None:
         """Start the clocks; call on the task thread."""
@@ -197,4 +202,5 @@ class TaskIOMetrics:
             input_pool_usage=self.input_pool_usage(),
             output_pool_usage=self.output_pool_usage(),
             source_progress_units=self.source_progress(),
+            current_input_watermark=self.current_input_watermark(),
         )

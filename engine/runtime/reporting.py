@@ -39,7 +39,8 @@ def run_progress_bar(client, interval_s: float = 0.2) -> None:
 
 def format_summary(client) -> str:
     """A table: one row per vertex with parallelism, records in/out, duration, busy/idle/
-    back-pressured ms per second and backpressure status; then the job status and net runtime."""
+    back-pressured ms per second and backpressure status; then the backpressure root cause
+    (when a vertex is back-pressured), the job status and net runtime."""
     rows = client.get_vertex_summaries()
     header = (f"{'vertex':<48} {'p':>3} {'records in':>12} {'records out':>12} {'time s':>8} "
               f"{'busy':>6} {'idle':>6} {'bp':>6} {'cpu':>6}  status")
@@ -60,6 +61,9 @@ def format_summary(client) -> str:
         cpu_note = "each task is a process of its own on the cluster"
     lines.append("(busy / idle / bp / cpu: ms per second, averaged over the vertex's subtasks; "
                  f"cpu = the task thread's own CPU time — {cpu_note})")
+    cause = client.get_backpressure_root_cause()
+    if cause is not None:
+        lines.append(f"Backpressure root cause: {cause.describe()}")
     net = client.get_net_runtime_ms()
     if net is not None:
         lines.append(f"Net runtime: {net} ms")

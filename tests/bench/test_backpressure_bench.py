@@ -85,3 +85,7 @@ def test_the_job_level_part_runs_end_to_end_on_a_cluster(tmp_path):
     assert runs["baseline"]["run"]["slow_rate"] is None
     assert runs["credit"]["run"]["slow_rate"] == runs["no-credit"]["run"]["slow_rate"] > 0
     assert (tmp_path / "backpressure.png").stat().st_size > 10_000
+    # the REST API's root cause names the slow subtask B.4 (index 3) of B's vertex
+    cause = runs["credit"]["summary"]["root_cause"]
+    assert cause["vertex-name"].startswith("B") and cause["subtask"] == 3, cause
+    assert cause["back-pressured-vertices"] == ["Source: A"]

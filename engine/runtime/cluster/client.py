@@ -30,6 +30,7 @@ from rill.runtime.cluster.actor_system import (
 )
 from rill.runtime.cluster.shipping import ship_job_graph
 from rill.runtime.errors import JobCancellationException, JobExecutionException
+from rill.runtime.rest.backpressure import find_root_cause
 
 __all__ = ["ClusterClient", "ClusterJobClient", "submit_to_cluster"]
 
@@ -236,6 +237,13 @@ class ClusterJobClient:
     def get_vertex_summaries(self):
         report = self._report
         return [] if report is None else list(report.vertex_summaries)
+
+    def get_backpressure_root_cause(self):
+        """The vertex (and subtask) causing backpressure as of the latest report, or None
+        (``rill.runtime.rest.backpressure``)."""
+        report = self._report
+        snap = None if report is None else report.rest_snapshot
+        return None if snap is None else find_root_cause(snap)
 
     def get_source_progress(self) -> Tuple[int, Optional[int]]:
         report = self._report

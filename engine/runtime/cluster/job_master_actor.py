@@ -30,6 +30,7 @@ from rill.runtime.cluster import messages as m
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
+from rill.runtime.rest.snapshot import snapshot_job_master
 
 __all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "TaskExecutorLostException"]
 
@@ -355,7 +356,16 @@ class JobMasterActor(Actor):
             metrics=jm.task_metrics(), vertex_summaries=jm.vertex_summaries(),
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
-            net_runtime_ms=jm.get_net_runtime_ms(), result=result)
+            net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm))
+
+    def _rest_snapshot(self, jm):
+        """The job as the REST API shows it; None (logged) if it cannot be read: the REST
+        picture must never stop the reports."""
+        try:
+            return snapshot_job_master(jm, location=lambda t: (t.slot.resource_id, t.slot.host))
+        except Exception:  # noqa: BLE001 - logged; the report goes out without it
+            log.exception("JobMaster %s: the REST snapshot failed", self.job_id)
+            return None
 
 
 def _netty_config(job_configuration, secret: bytes):

@@ -117,6 +117,8 @@ class JobStatusReport:
     source_units_are_bytes: bool
     net_runtime_ms: Optional[int]
     result: Optional[bytes] = None
+    #: the job as the REST API shows it (``rill.runtime.rest.snapshot.JobSnapshot``)
+    rest_snapshot: Any = None
 
     __repr__ = _short_repr
 

@@ -4,7 +4,9 @@ scripts ``start-cluster.sh`` / ``taskmanager.sh start`` / ``stop-cluster.sh``), 
 
 A cluster is one Thespian actor system (the leader: Dispatcher, ResourceManager and the
 TaskExecutors started with it) plus, optionally, member systems that joined its convention,
-each contributing one TaskExecutor -- on other hosts, or on this one at other ports.
+each contributing one TaskExecutor -- on other hosts, or on this one at other ports. When the
+configuration sets ``rest.port``, the cluster's REST endpoint process starts with it and stops
+with it (``rill.runtime.rest.cluster_endpoint``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from rill.runtime.cluster.actor_system import (
     start_actor_system,
     write_cluster_info,
 )
+from rill.runtime.rest.cluster_endpoint import spawn_endpoint, stop_endpoint
+from rill.runtime.rest.options import RestEndpointConfig
 
 __all__ = ["start_cluster", "join_cluster", "stop_cluster", "cluster_overview"]
 
@@ -64,6 +68,12 @@ def start_cluster(task_executors: int, slots: int, port: Optional[int] = None, h
         raise
     info = ClusterInfo(host, port, secret.hex(), admin_pid(host, port) or 0, log_file, task_executors, slots)
     write_cluster_info(info)
+    if RestEndpointConfig.is_requested(conf):  # the REST API: a process of its own (rest.cluster_endpoint)
+        try:
+            spawn_endpoint(host, port, conf)
+        except BaseException:
+            stop_cluster(port, host)
+            raise
     return info
 
 
@@ -108,6 +118,7 @@ def stop_cluster(port: int, host: Optional[str] = None) -> bool:
     """
     info = read_cluster_info(port)
     host = host or (info.host if info else "127.0.0.1")
+    stop_endpoint(port)
     found = shutdown_actor_system(host, port, info.admin_pid if info and info.admin_pid else admin_pid(host, port))
     remove_cluster_info(port)
     return found

@@ -16,7 +16,7 @@ from __future__ import annotations
 import concurrent.futures
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from rill.common.configuration import ConfigOptions, Configuration
 from rill.common.job_execution_result import JobExecutionResult, VertexSummary
@@ -237,6 +237,12 @@ class JobMaster:
 
     def task_metrics(self):
         return [t.metrics.snapshot() for t in self.tasks]
+
+    def observe(self) -> Tuple[JobStatus, List[Any], Optional[int], Optional[int], Any]:
+        """(status, tasks, start and end in ``time.monotonic_ns()`` or None, first failure or
+        None), read together under the lock (the REST API's view of the job)."""
+        with self._lock:
+            return self.status, list(self.tasks), self._start_ns, self._end_ns, self._first_failure
 
     def source_progress(self):
         done = sum(t.metrics.source_progress() for t in self.tasks)

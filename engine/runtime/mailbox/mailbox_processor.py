@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from .mail import Mail, MailPriority
 from .mailbox_executor import MailboxExecutor
@@ -171,6 +171,7 @@ class MailboxProcessor:
         self._running = False
         # Counters, written on the task thread, read anywhere.
         self._idle_time_ns = 0
+        self._idle_start_ns: Optional[int] = None  # set while blocked in take()
         self._mails_processed = 0
         self._default_action_calls = 0
 
@@ -187,7 +188,13 @@ class MailboxProcessor:
 
         Flink derives the ``idleTimeMsPerSecond`` metric from this counter.
         """
-        return self._idle_time_ns
+        # Includes the wait in progress, as Flink's TimerGauge does: a task blocked since long
+        # (no input at all) reads as idle now, not when it next wakes. The total is read before
+        # the start: if the wait ends in between, this undercounts once instead of counting the
+        # wait twice.
+        total = self._idle_time_ns
+        start = self._idle_start_ns
+        return total + (time.monotonic_ns() - start if start is not None else 0)
 
     def statistics(self) -> MailboxProcessorStatistics:
         """A snapshot of the loop's counters (any thread)."""
@@ -306,10 +313,11 @@ class MailboxProcessor:
         ):
             mail = mailbox.try_take()
             if mail is None:
-                start_ns = time.monotonic_ns()
+                start_ns = self._idle_start_ns = time.monotonic_ns()
                 try:
                     mail = mailbox.take()
                 finally:
+                    self._idle_start_ns = None
                     self._idle_time_ns += time.monotonic_ns() - start_ns
             self._mails_processed += 1
             mail.run()  # type: ignore[union-attr]  # take() without timeout never returns None

@@ -191,6 +191,8 @@ class _NetworkInputStreamTask(StreamTask):
             type_number = in_edges[i].type_number if i < len(in_edges) else 0
             gates_by_input.setdefault(max(1, type_number), []).append(gate)
         self._inputs = self._logical_inputs(head, gates_by_input)
+        inputs = self._inputs
+        self.metrics.current_input_watermark = lambda: min((inp.valve.last_output for inp in inputs), default=None)
         self._gates = []  # (gate, logical input) in polling order
         for inp in self._inputs:
             for g in inp.gates:

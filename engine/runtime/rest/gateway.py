@@ -1,0 +1,102 @@
+"""What the REST handlers ask: the jobs, a job, the TaskManagers, and cancel (Flink's
+``RestfulGateway``, which the Dispatcher implements).
+
+:class:`RestfulGateway` is the interface the server calls, from its request threads; it must
+therefore be thread-safe and never block on a job. :class:`EmbeddedGateway` serves the
+embedded MiniCluster: live jobs are read from their JobMasters on each request, finished jobs
+from an archive of their final :class:`JobSnapshot` (the last :data:`MAX_ARCHIVED_JOBS`, as the
+cluster's Dispatcher keeps the last 100 results).
+"""
+
+from __future__ import annotations
+
+import threading
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from typing import Callable, Dict, List, Optional
+
+from rill.runtime.rest.snapshot import JobSnapshot, snapshot_job_master
+
+__all__ = ["RestfulGateway", "EmbeddedGateway", "JobNotFoundError", "MAX_ARCHIVED_JOBS"]
+
+MAX_ARCHIVED_JOBS = 100
+
+
+class JobNotFoundError(LookupError):
+    """No running or archived job has that id (the server answers 404)."""
+
+
+class RestfulGateway(ABC):
+    """The server's view of the cluster. Every method is called from request threads."""
+
+    @abstractmethod
+    def list_jobs(self) -> List[JobSnapshot]:
+        """Every known job, running ones first, then finished ones, newest first."""
+
+    @abstractmethod
+    def get_job(self, job_id: str) -> JobSnapshot:
+        """:raises JobNotFoundError: for an unknown id."""
+
+    @abstractmethod
+    def cancel_job(self, job_id: str) -> None:
+        """Ask the job to cancel and return at once (Flink answers 202 Accepted).
+        :raises JobNotFoundError: for an unknown id."""
+
+    @abstractmethod
+    def list_taskmanagers(self) -> List[Dict]:
+        """``[{"id", "slotsNumber", "freeSlots", "host"}]``, one per TaskExecutor."""
+
+
+class EmbeddedGateway(RestfulGateway):
+    """The gateway of a MiniCluster.
+
+    :param running_job_masters: ``() -> list of JobMaster``, the MiniCluster's running jobs.
+    """
+
+    def __init__(self, running_job_masters: Callable[[], List[object]]):
+        self._running = running_job_masters
+        self._lock = threading.Lock()
+        self._archive: "OrderedDict[str, JobSnapshot]" = OrderedDict()
+
+    def archive(self, job_master) -> None:
+        """Keep the final picture of a job that has ended (call before it leaves the running
+        list, so a request never misses it)."""
+        snap = snapshot_job_master(job_master)
+        with self._lock:
+            self._archive[snap.job_id] = snap
+            while len(self._archive) > MAX_ARCHIVED_JOBS:
+                self._archive.popitem(last=False)
+
+    def _live(self) -> Dict[str, object]:
+        return {jm.job_id: jm for jm in self._running()}
+
+    def list_jobs(self) -> List[JobSnapshot]:
+        live = self._live()
+        with self._lock:
+            archived = [s for jid, s in reversed(self._archive.items()) if jid not in live]
+        return [snapshot_job_master(jm) for jm in live.values()] + archived
+
+    def get_job(self, job_id: str) -> JobSnapshot:
+        jm = self._live().get(job_id)
+        if jm is not None:
+            return snapshot_job_master(jm)
+        with self._lock:
+            snap = self._archive.get(job_id)
+        if snap is None:
+            raise JobNotFoundError(f"Job {job_id} not found")
+        return snap
+
+    def cancel_job(self, job_id: str) -> None:
+        jm = self._live().get(job_id)
+        if jm is None:
+            with self._lock:
+                known = job_id in self._archive
+            if not known:
+                raise JobNotFoundError(f"Job {job_id} not found")
+            return  # already ended: cancelling is a no-op, as in Flink
+        jm.cancel()
+
+    def list_taskmanagers(self) -> List[Dict]:
+        # the embedded mode sizes one TaskExecutor to each running job: all its slots are used
+        return [{"id": jm.task_executor.resource_id, "slotsNumber": jm.task_executor.num_slots,
+                 "freeSlots": 0, "host": "127.0.0.1"} for jm in self._running()]

@@ -1,0 +1,117 @@
+"""The REST API of cluster mode: the endpoint process (``rill.runtime.rest.cluster_endpoint``)
+against the session's real local cluster, a back-pressured job on it, its root cause, cancel
+with the token derived from the cluster's secret, and the process stopping on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+import flink_fields as F
+from rest_http import Http
+from rill.common import Configuration
+from rill.common.configuration import ConfigOptions
+from rill.datastream import StreamExecutionEnvironment
+from rill.runtime.rest.auth import derive_bearer_token
+
+
+@pytest.fixture
+def cluster_rest(cluster):
+    """(Http, process) of a REST endpoint process serving ``cluster``; stopped afterwards."""
+    proc = subprocess.Popen([sys.executable, "-m", "rill.runtime.rest.cluster_endpoint", "--cluster", cluster.address,
+                             "--rest-port", "0"], env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("REST endpoint: http://127.0.0.1:"), (line, proc.stderr.read() if proc.poll() else "")
+        yield Http(line.split(": ", 1)[1].strip()), proc
+    finally:
+        proc.terminate()
+        try:
+            assert proc.wait(20) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
+def test_cluster_job_through_the_rest_endpoint_process(cluster, cluster_rest):
+    http, proc = cluster_rest
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set_string("taskmanager.network.records-per-buffer", "32")
+    conf.set_string("rill.source.batch-size", "32")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    (env.from_sequence(1, 10**9).name("Numbers")
+        .map(lambda x: x).name("Identity").disable_chaining()
+        .key_by(lambda x: 0)
+        .add_sink(lambda x: time.sleep(0.001)).name("Slow").set_parallelism(2))
+    client = env.execute_async("cluster rest")
+    job_id = client.get_job_id()
+    try:
+        detail = http.poll(f"/jobs/{job_id}", lambda d: d["backpressure-root-cause"] is not None
+                           and d["vertices"][0]["metrics"]["write-records"] > 0, deadline_s=120,
+                           what="root cause named on the cluster")
+        assert F.JOB_DETAILS <= detail.keys() and detail["state"] == "RUNNING"
+        source, identity, sink = detail["vertices"]
+        assert [v["name"] for v in detail["vertices"]] == ["Source: Numbers", "Identity", "Sink: Slow"]
+        sd = http.get(f"/jobs/{job_id}/vertices/{sink['id']}")
+        assert F.VERTEX_DETAILS <= sd.keys()
+        assert {s["taskmanager-id"] for s in sd["subtasks"]} <= {"taskexecutor-0", "taskexecutor-1"}
+        busy = [s["subtask"] for s in sd["subtasks"] if s["metrics"]["read-records"] > 0]
+        cause = detail["backpressure-root-cause"]
+        assert (cause["vertex-name"], [cause["subtask"]]) == ("Sink: Slow", busy)
+        # remote exchanges count bytes (Rill's local ones do not)
+        assert http.get(f"/jobs/{job_id}/vertices/{identity['id']}")["subtasks"][0]["metrics"]["read-bytes"] > 0
+        bp = http.get(f"/jobs/{job_id}/vertices/{source['id']}/backpressure")
+        assert F.BACKPRESSURE <= bp.keys() and bp["subtasks"][0].keys() >= F.SUBTASK_BACKPRESSURE
+        assert {"id": job_id, "status": "RUNNING"} in http.get("/jobs")["jobs"]
+        assert F.JOB_OVERVIEW <= http.get("/jobs/overview")["jobs"][0].keys()
+        tms = http.get("/taskmanagers")["taskmanagers"]
+        assert sorted(t["id"] for t in tms) == ["taskexecutor-0", "taskexecutor-1"]
+        assert all(F.TASKMANAGER <= t.keys() and t["slotsNumber"] == 2 for t in tms)
+        ov = http.get("/overview")
+        assert (ov["taskmanagers"], ov["slots-total"], ov["jobs-running"]) == (2, 4, 1)
+        assert http.get(f"/jobs/{job_id}/vertices/{sink['id']}/watermarks")[0]["id"] == "0.currentInputWatermark"
+        assert client.get_backpressure_root_cause().vertex_name == "Sink: Slow"
+
+        status, _ = http.request("PATCH", f"/jobs/{job_id}")
+        assert status == 401
+        token = derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"]))
+        status, body = http.request("PATCH", f"/jobs/{job_id}", {"Authorization": f"Bearer {token}"})
+        assert (status, body) == (202, {})
+        http.poll(f"/jobs/{job_id}", lambda d: d["state"] == "CANCELED", deadline_s=60, what="CANCELED")
+        assert client.wait(60).name == "CANCELED"
+        status, body = http.request("GET", "/jobs/" + "e" * 32)
+        assert status == 404 and body.keys() == F.ERROR
+    finally:
+        client.cancel()
+        client.wait(60)
+    cluster.wait_no_task_processes()
+
+
+def test_rill_cluster_start_and_stop_run_the_endpoint_when_rest_port_is_set(local_cluster, tmp_path):
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "config.yaml").write_text("rest.port: 0\n")
+    c = local_cluster(task_executors=1, slots=1, extra_env={"RILL_CONF_DIR": str(conf_dir)})
+    info = json.loads((c.run_dir / f"rest-{c.port}.json").read_text())
+    assert info["url"].startswith("http://127.0.0.1:")
+    ov = Http(info["url"]).get("/overview")
+    assert (ov["taskmanagers"], ov["slots-total"], ov["jobs-running"]) == (1, 1, 0)
+    c.stop()
+    assert not (c.run_dir / f"rest-{c.port}.json").exists()
+    assert not _alive(info["pid"])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -1,0 +1,82 @@
+"""The dashboard page in headless Chromium (Debian's ``chromium``; ``.ci/run`` installs it)
+for a running back-pressured job: what it shows matches the REST figures, and it names the
+root cause. Skipped when no chromium is installed."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from rest_http import Http
+from rill.common import Configuration
+from rill.datastream import StreamExecutionEnvironment
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (.ci/run installs it)")
+
+#: where the screenshot bench/README.md shows is written when RILL_SAVE_DASHBOARD is set
+BENCH_SCREENSHOT = Path(__file__).resolve().parents[4] / "bench" / "dashboard_backpressure.png"
+
+
+def _chromium(tmp_path: Path, url: str, *action: str) -> subprocess.CompletedProcess:
+    profile = tmp_path / "profile"
+    return subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", f"--user-data-dir={profile}", "--virtual-time-budget=8000",
+         "--window-size=1300,900", *action, url],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path)
+
+
+def _slow(x):
+    time.sleep(0.001)
+
+
+def test_dashboard_shows_the_back_pressured_job_and_its_root_cause(embedded_rest, tmp_path):
+    conf = Configuration().set_string("rest.port", "0").set_string("taskmanager.network.records-per-buffer", "32")
+    conf.set_string("rill.source.batch-size", "32")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.set_parallelism(1)
+    (env.from_sequence(1, 10**9).name("Numbers")
+        .map(lambda x: x).name("Identity").disable_chaining()
+        .key_by(lambda x: 0).add_sink(_slow).name("Slow").set_parallelism(2))
+    client = env.execute_async("dashboard back-pressured")
+    try:
+        http = Http(client.get_web_interface_url())
+        job_id = client.get_job_id()
+        detail = http.poll(f"/jobs/{job_id}", lambda d: d["backpressure-root-cause"] is not None,
+                           what="root cause named")
+        cause = detail["backpressure-root-cause"]
+        page = f"{http.base}/?refresh=500#/jobs/{job_id}"
+        proc = _chromium(tmp_path, page, "--dump-dom")
+        dom = proc.stdout
+        assert 'id="job-state"' in dom, proc.stderr[-2000:]
+        assert 'data-state="RUNNING"' in dom
+        rc = re.search(r'<div id="root-cause" class="cause" data-vertex-id="(\w+)" data-subtask="(\d*)">([^<]*)<', dom)
+        assert rc, dom[:3000]
+        assert rc.group(1) == cause["vertex-id"] and rc.group(2) == str(cause["subtask"])
+        assert rc.group(3).startswith(f"Backpressure root cause: Sink: Slow (subtask {cause['subtask']})")
+        shown = {m.group(1): m.group(2) for m in re.finditer(r'data-vertex-id="(\w{32})" data-name="[^"]*" data-level="(\w+)"', dom)}
+        assert set(shown) == {v["id"] for v in detail["vertices"]}
+        rest_levels = [http.get(f"/jobs/{job_id}/vertices/{v['id']}/backpressure")["backpressure-level"]
+                       for v in detail["vertices"]]
+        assert [shown[v["id"]] for v in detail["vertices"]] == rest_levels == ["high", "high", "ok"]
+        assert re.search(rf'class="vertex ok root-cause" data-vertex-id="{cause["vertex-id"]}"', dom)
+        # the records the page shows never exceed what the REST API reports a moment later
+        after = {v["id"]: v["metrics"]["write-records"] for v in http.get(f"/jobs/{job_id}")["vertices"]}
+        for vid, out in re.findall(r'data-vertex-id="(\w{32})"[^>]*data-records-out="(\d+)"', dom):
+            assert 0 < int(out) <= after[vid] or after[vid] == 0
+        shot = tmp_path / "dashboard.png"
+        proc = _chromium(tmp_path, page, f"--screenshot={shot}")
+        assert shot.exists() and shot.stat().st_size > 10_000, proc.stderr[-2000:]
+        if os.environ.get("RILL_SAVE_DASHBOARD"):
+            shutil.copy(shot, BENCH_SCREENSHOT)
+    finally:
+        client.cancel()
+        client.wait(30)
