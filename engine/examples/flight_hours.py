@@ -32,7 +32,7 @@ from rill.common import Encoder, Time, WatermarkStrategy
 from rill.common.watermark_strategy import TimestampAssigner
 from rill.datastream import AggregateFunction, OutputTag, StreamExecutionEnvironment
 from rill.datastream.connectors import BucketAssigner, FileSink, OutputFileConfig
-from rill.common.functions import KeyedCoProcessFunction
+from rill.datastream.functions import KeyedCoProcessFunction
 from rill.datastream.state import ValueStateDescriptor
 from rill.datastream.window import ProcessWindowFunction, TumblingEventTimeWindows
 from rill.examples.flight_source import ScheduledFlightsSource, parse_departure
