@@ -645,3 +645,21 @@ def test_incremental_cleanup_moves_through_a_bounded_number_of_key_groups(clock)
     assert backend.get_state_table("v").size() == 1
     state.value()  # key groups 512..767: the expired entry goes
     assert backend.get_state_table("v").size() == 0
+
+
+@pytest.mark.parametrize("full_snapshot", [True, False])
+def test_the_backend_snapshot_leaves_out_expired_values_only_with_cleanup_full_snapshot(backend, clock, full_snapshot):
+    descriptor = with_ttl(ValueStateDescriptor("v"), ttl(full_snapshot=full_snapshot))
+    state = backend.get_or_create_keyed_state(descriptor)
+    backend.set_current_key("old")
+    state.update(1)
+    clock.set(T0 + TTL_MS)
+    backend.set_current_key("new")
+    state.update(2)
+    snapshot = backend.snapshot()
+    keys = sorted(key for states in snapshot.key_groups.values() for key, _, _ in states["v"])
+    assert keys == (["new"] if full_snapshot else ["new", "old"])
+    restored = HeapKeyedStateBackend(KeyGroupRange(0, MAX_PARALLELISM - 1), MAX_PARALLELISM, ttl_time_provider=clock)
+    restored.restore([snapshot])
+    restored.set_current_key("new")
+    assert restored.get_or_create_keyed_state(descriptor).value() == 2
