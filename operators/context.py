@@ -35,6 +35,9 @@ class StreamOperatorContext:
         union list and broadcast state; snapshotted per subtask).
     :param auto_watermark_interval_ms: period of watermark generators' ``on_periodic_emit``
         (0: never).
+    :param task_cancelled: ``() -> bool``, true once the task is being cancelled; operators that
+        wait in the mailbox (``MailboxExecutor.yield_``, e.g. async I/O) check it after each
+        yield (a cancel wakes the mailbox). ``None`` outside a task.
     """
 
     task_name: str
@@ -57,6 +60,7 @@ class StreamOperatorContext:
     records_per_batch: int = 1024
     auto_watermark_interval_ms: int = 200
     operator_state_backend: Any = None
+    task_cancelled: Optional[Callable[[], bool]] = None
 
     @property
     def task_name_with_subtasks(self) -> str:

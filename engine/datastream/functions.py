@@ -329,6 +329,9 @@ _REEXPORTS = {
     "ProcessWindowFunction": "rill.datastream.window",
     "AllWindowFunction": "rill.datastream.window",
     "ProcessAllWindowFunction": "rill.datastream.window",
+    "AsyncFunction": "rill.datastream.async_functions",
+    "AsyncRetryPredicate": "rill.datastream.async_functions",
+    "AsyncRetryStrategy": "rill.datastream.async_functions",
 }
 
 

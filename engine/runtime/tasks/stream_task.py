@@ -74,6 +74,7 @@ class StreamTask:
             operator_coordinator=env.operator_coordinators.get(cfg.node_id),
             records_per_batch=env.records_per_batch,
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
+            task_cancelled=lambda: self.canceled,
         )
         return create_keyed_services(ctx)
 
