@@ -9,6 +9,7 @@ from typing import Any
 
 _EXPORTS = {
     "AsyncDataStream": "rill.datastream.async_data_stream",
+    "AsyncJobClient": "rill.datastream.async_client",
     "AsyncFunction": "rill.datastream.async_functions",
     "AsyncRetryPredicate": "rill.datastream.async_functions",
     "AsyncRetryStrategy": "rill.datastream.async_functions",
