@@ -1,15 +1,15 @@
 """Async I/O on a real local cluster: the operator (and the user's AsyncFunction, shipped with
 cloudpickle) runs in a task process with its own event-loop thread; results equal the
-embedded mode's."""
+embedded mode's; the AsyncJobClient drives a cluster job from an event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from rill.common import Configuration, Time
+from rill.common import Configuration, JobStatus, Time
 from rill.common.configuration import ConfigOptions
-from rill.datastream import AsyncDataStream, AsyncFunction, StreamExecutionEnvironment
+from rill.datastream import AsyncDataStream, AsyncFunction, AsyncJobClient, StreamExecutionEnvironment
 from rill.datastream.async_retry_predicates import empty_result_predicate
 from rill.datastream.async_retry_strategies import FixedDelayRetryStrategy
 
@@ -59,3 +59,13 @@ def test_unordered_wait_with_retry_on_two_task_processes(cluster):
     strategy = FixedDelayRetryStrategy(2, 5, empty_result_predicate, None)
     out = AsyncDataStream.unordered_wait_with_retry(ds, EmptyOnceThenValue(), 30_000, strategy, 50)
     assert sorted(out.execute_and_collect()) == list(range(1000))
+
+
+async def test_the_async_job_client_on_a_cluster(cluster):
+    env = cluster_env(cluster, 2)
+    ds = AsyncDataStream.unordered_wait(env.from_collection(list(range(500))).rebalance(), Sleep10ms(), 10_000, 50)
+    client = await AsyncJobClient.execute_and_collect(ds, "async client on a cluster")
+    rows = [row async for row in client.collect()]
+    await client.get_job_execution_result()
+    assert sorted(rows) == [2 * i for i in range(500)]
+    assert await client.get_job_status() is JobStatus.FINISHED
