@@ -47,9 +47,10 @@ so does a ``timeout`` that raises, and a result that is not a list.
 Differences from Flink, and why
     * In-flight calls are not part of a checkpoint's state yet (Rill has no checkpoints yet);
       Flink snapshots the queue and replays it on restore.
-    * Flink disables retries once the input has ended and completes pending retries with their
-      last result; here retries go on (bounded by the timeout), because bounded inputs are
-      Rill's common case and would otherwise never retry their tail.
+    * Flink stops retrying once the input has ended (``endInput``: a retry waiting for its
+      delay is made at once and no further retry follows); here retries go on as the strategy
+      says (bounded by the timeout), because bounded inputs are Rill's common case and would
+      otherwise lose the retries of their tail.
     * One event loop per operator instance, not per task: two async operators chained in one
       task have a loop each.
 """
