@@ -19,10 +19,7 @@ Threading: task thread only (the operator's mails and input processing).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any, Deque, List, Optional
-
-if TYPE_CHECKING:  # pragma: no cover
-    from rill.runtime.streamrecord import Watermark
+from typing import Any, Deque, List, Optional
 
 __all__ = ["RecordEntry", "WatermarkEntry", "OrderedQueue", "UnorderedQueue"]
 
@@ -46,7 +43,7 @@ class WatermarkEntry:
     __slots__ = ("watermark",)
     done = True
 
-    def __init__(self, watermark: "Watermark"):
+    def __init__(self, watermark: Any):
         self.watermark = watermark
 
 
@@ -102,7 +99,7 @@ class OrderedQueue:
         self._entries.append(entry)
         return entry
 
-    def add_watermark(self, watermark: "Watermark") -> None:
+    def add_watermark(self, watermark: Any) -> None:
         self._entries.append(WatermarkEntry(watermark))
 
     def complete(self, entry: RecordEntry, outputs: List[Any]) -> None:
@@ -166,7 +163,7 @@ class UnorderedQueue:
         self._size += 1
         return entry
 
-    def add_watermark(self, watermark: "Watermark") -> None:
+    def add_watermark(self, watermark: Any) -> None:
         self._open_segment().watermark = WatermarkEntry(watermark)
         self._size += 1
 

@@ -29,9 +29,13 @@ from rill.datastream.async_retry_strategies import (
     FixedDelayRetryStrategy,
 )
 from rill.operators.async_io import AsyncFunctionError
-from rill.operators.watermark.generators import WatermarkGenerator
+from rill.operators.watermark import WatermarkGenerator
 from rill.runtime.errors import JobExecutionException
-from rill.runtime.streamrecord import Watermark
+
+try:
+    from rill.common.streamrecord import Watermark
+except ImportError:  # before the layering move (wip/seams) it lived in the runtime
+    from rill.runtime.streamrecord import Watermark
 
 N = 3000
 SLEEP_S = 0.01

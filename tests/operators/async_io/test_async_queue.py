@@ -5,7 +5,11 @@ watermark-separated segment; sizes count records and watermarks; batches keep ti
 from __future__ import annotations
 
 from rill.operators.async_io.queue import OrderedQueue, UnorderedQueue
-from rill.runtime.streamrecord import Watermark
+
+try:
+    from rill.common.streamrecord import Watermark
+except ImportError:  # before the layering move (wip/seams) it lived in the runtime
+    from rill.runtime.streamrecord import Watermark
 
 
 class Recorder:
