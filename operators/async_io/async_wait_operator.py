@@ -119,6 +119,8 @@ class AsyncWaitOperator(AbstractUdfStreamOperator):
     def open(self) -> None:
         self._queue = OrderedQueue() if self.output_mode is OutputMode.ORDERED else UnorderedQueue()
         self._to_start: List[RecordEntry] = []
+        self._batch_depth = 0  # > 0 while process_batch queues records (it may yield)
+        self._deferred_watermark: Any = None
         self._lock = threading.Lock()  # guards the two fields below (task and loop thread)
         self._completions: List[Tuple[RecordEntry, str, Any, int]] = []
         self._mail_pending = False
@@ -148,14 +150,32 @@ class AsyncWaitOperator(AbstractUdfStreamOperator):
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         queue, capacity = self._queue, self.capacity
-        for i, value in enumerate(values):
-            while queue.size() >= capacity:
-                self._yield_to_mailbox("room in its queue")
-            self._to_start.append(queue.add_record(value, None if timestamps is None else timestamps[i]))
+        self._batch_depth += 1
+        try:
+            for i, value in enumerate(values):
+                while queue.size() >= capacity:
+                    self._yield_to_mailbox("room in its queue")
+                self._to_start.append(queue.add_record(value, None if timestamps is None else timestamps[i]))
+        finally:
+            self._batch_depth -= 1
         self._start_pending()
+        deferred = self._deferred_watermark
+        if deferred is not None and not self._batch_depth:
+            self._deferred_watermark = None
+            self.process_watermark(deferred)
 
     def process_watermark(self, watermark: Any) -> None:
-        """Queue the watermark behind the records before it; emitted once they are."""
+        """Queue the watermark behind the records before it; emitted once they are.
+
+        A watermark that arrives while a batch is being queued (a timer mail run during a
+        yield, e.g. a periodic watermark of a chained upstream assigner) is held until the
+        whole batch is queued: the upstream operator saw the whole batch before it made the
+        watermark, so the batch's records belong before it (as in Flink, where they would
+        have crossed the chain one by one before the timer fired).
+        """
+        if self._batch_depth:
+            self._deferred_watermark = watermark  # watermarks only grow: the last one covers all
+            return
         queue = self._queue
         while queue.size() >= self.capacity:
             self._yield_to_mailbox("room in its queue")
