@@ -7,11 +7,15 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from rill.common import Configuration, JobStatus, Time
 from rill.common.configuration import ConfigOptions
 from rill.datastream import AsyncDataStream, AsyncFunction, AsyncJobClient, StreamExecutionEnvironment
 from rill.datastream.async_retry_predicates import empty_result_predicate
 from rill.datastream.async_retry_strategies import FixedDelayRetryStrategy
+from rill.datastream.connectors.async_source import AsyncIteratorSource, queue_items
+from rill.operators.factory import OperatorSerializationError
 
 
 def cluster_env(cluster, parallelism) -> StreamExecutionEnvironment:
@@ -69,3 +73,11 @@ async def test_the_async_job_client_on_a_cluster(cluster):
     await client.get_job_execution_result()
     assert sorted(rows) == [2 * i for i in range(500)]
     assert await client.get_job_status() is JobStatus.FINISHED
+
+
+async def test_a_service_fed_source_is_refused_by_a_cluster_naming_it(cluster):
+    env = cluster_env(cluster, 1)
+    source = AsyncIteratorSource(queue_items(asyncio.Queue()), asyncio.get_running_loop())
+    env.from_source(source, source_name="requests").add_sink(lambda v: None)
+    with pytest.raises(OperatorSerializationError, match="requests"):
+        await AsyncJobClient.execute(env)
