@@ -22,7 +22,7 @@ import inspect
 from typing import Any
 
 from rill.common.time import to_milliseconds
-from rill.datastream.async_functions import AsyncRetryStrategy
+from rill.datastream.async_functions import AsyncFunction, AsyncRetryStrategy
 from rill.datastream.async_retry_strategies import NO_RETRY_STRATEGY, NoRetryStrategy
 from rill.datastream.data_stream import DataStream
 from rill.operators.async_io import AsyncWaitOperator, OutputMode
@@ -79,6 +79,27 @@ class AsyncDataStream:
                                     timeout, async_retry_strategy, capacity, output_type, OutputMode.ORDERED)
 
     @staticmethod
+    def add_sink(data_stream: DataStream, sink_function: Any, timeout: Any = 0, capacity: int = 100) -> Any:
+        """A sink that awaits ``sink_function.invoke(value)`` (an ``async def``) for every
+        record, with up to ``capacity`` calls in flight per subtask and the job ending only after
+        every call did (not in PyFlink: Rill's async sink for services). Built from an unordered
+        async wait operator whose calls emit nothing, then a discarding sink; a call that raises
+        fails the job naming the value.
+
+        :param sink_function: an object with ``async def invoke(self, value)`` (and optional
+            ``open``/``close``).
+        :param timeout: per-record time limit as for :meth:`unordered_wait`; ``0``: none. A
+            call over it fails the job.
+        :returns: the ``DataStreamSink``.
+        :raises TypeError: if ``invoke`` is not an ``async def``.
+        """
+        if not inspect.iscoroutinefunction(getattr(sink_function, "invoke", None)):
+            raise TypeError(f"AsyncDataStream.add_sink: method 'invoke' of {type(sink_function).__name__} must "
+                            "be declared 'async def'")
+        awaited = AsyncDataStream.unordered_wait(data_stream, _AwaitEachRecord(sink_function), timeout, capacity)
+        return awaited.name("Async Sink").add_sink(_discard).name("Sink: Discard")
+
+    @staticmethod
     def _add(call: str, data_stream: DataStream, async_function: Any, timeout: Any, strategy: Any,
              capacity: int, output_type: Any, mode: OutputMode) -> DataStream:
         if not isinstance(data_stream, DataStream):
@@ -100,3 +121,29 @@ class AsyncDataStream:
         operator = AsyncWaitOperator(async_function, timeout_ms, capacity, mode, strategy)
         return data_stream._one_input(AsyncWaitOperator.default_name, operator, output_type)
 
+
+
+class _AwaitEachRecord(AsyncFunction):
+    """Adapts a sink function with ``async def invoke(value)`` to an ``AsyncFunction`` that
+    emits nothing."""
+
+    def __init__(self, sink_function: Any):
+        self.sink_function = sink_function
+
+    def open(self, runtime_context: Any) -> None:
+        open_fn = getattr(self.sink_function, "open", None)
+        if open_fn is not None:
+            open_fn(runtime_context)
+
+    def close(self) -> None:
+        close_fn = getattr(self.sink_function, "close", None)
+        if close_fn is not None:
+            close_fn()
+
+    async def async_invoke(self, value: Any) -> list:
+        await self.sink_function.invoke(value)
+        return []
+
+
+def _discard(value: Any) -> None:
+    pass

@@ -298,3 +298,24 @@ def test_loop_threads_end_with_the_job(env):
     assert sorted(AsyncDataStream.unordered_wait(ds, VariableDelay(), 1000).execute_and_collect()) == \
         sorted(v for i in range(10) for v in ([i, -i] if i % 5 == 0 else [i]))
     assert wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith("async-io ")])
+
+
+class AwaitingSink:
+    """Stores every value after awaiting 5 ms; counts the calls in flight at once."""
+
+    async def invoke(self, value):
+        stats = STATS.setdefault("sink", {"in_flight": 0, "peak": 0, "values": []})
+        stats["in_flight"] += 1
+        stats["peak"] = max(stats["peak"], stats["in_flight"])
+        await asyncio.sleep(0.005)
+        stats["in_flight"] -= 1
+        stats["values"].append(value)
+
+
+def test_an_async_sink_awaits_every_record_with_bounded_concurrency(env):
+    AsyncDataStream.add_sink(env.from_collection(list(range(500))), AwaitingSink(), capacity=25)
+    env.execute("async sink")  # returns once every call has finished
+    assert sorted(STATS["sink"]["values"]) == list(range(500))
+    assert STATS["sink"]["peak"] == 25
+    with pytest.raises(TypeError, match=r"AsyncDataStream.add_sink: method 'invoke' of Sleep10ms must be declared"):
+        AsyncDataStream.add_sink(env.from_collection([1]), Sleep10ms("x"))
