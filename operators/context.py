@@ -27,6 +27,9 @@ class StreamOperatorContext:
     :param timer_service_manager: keyed timers (``InternalTimeServiceManager``) or ``None``.
     :param runtime_context: the user-facing ``RuntimeContext`` given to ``Function.open``.
     :param mailbox_executor: submits actions to the task's mailbox (thread-safe).
+    :param task_cancelled: ``() -> bool``, true once the task is being cancelled; operators that
+        wait in the mailbox (``MailboxExecutor.yield_``, e.g. async I/O) check it after each
+        yield (a cancel wakes the mailbox). ``None`` outside a task.
     :param job_parameters: global job parameters (str → str).
     :param metrics: the operator's metric counters (``OperatorMetrics``) or ``None``.
     :param operator_coordinator: for sources, the job's ``SourceCoordinator`` handing out splits.
@@ -54,6 +57,7 @@ class StreamOperatorContext:
     timer_service_manager: Any = None
     runtime_context: Any = None
     mailbox_executor: Any = None
+    task_cancelled: Optional[Callable[[], bool]] = None
     job_parameters: Dict[str, str] = field(default_factory=dict)
     metrics: Any = None
     operator_coordinator: Any = None

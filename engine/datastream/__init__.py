@@ -8,6 +8,11 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "AsyncDataStream": "rill.datastream.async_data_stream",
+    "AsyncJobClient": "rill.datastream.async_client",
+    "AsyncFunction": "rill.datastream.async_functions",
+    "AsyncRetryPredicate": "rill.datastream.async_functions",
+    "AsyncRetryStrategy": "rill.datastream.async_functions",
     "CloseableIterator": "rill.datastream.data_stream",
     "DataStream": "rill.datastream.data_stream",
     "DataStreamSink": "rill.datastream.data_stream",

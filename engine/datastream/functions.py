@@ -32,6 +32,7 @@ from rill.common.functions import (
     is_rich,
     wrap,
 )
+from rill.datastream.async_functions import AsyncFunction, AsyncRetryPredicate, AsyncRetryStrategy
 from rill.operators.windowing.window_functions import (
     AllWindowFunction,
     ProcessAllWindowFunction,
@@ -66,4 +67,7 @@ __all__ = [
     "ProcessWindowFunction",
     "AllWindowFunction",
     "ProcessAllWindowFunction",
+    "AsyncFunction",
+    "AsyncRetryStrategy",
+    "AsyncRetryPredicate",
 ]

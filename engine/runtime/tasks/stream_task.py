@@ -12,6 +12,7 @@ task is cancelled.
 
 from __future__ import annotations
 
+import threading
 from typing import List, Optional
 
 from rill.network.events import EndOfPartitionEvent
@@ -56,6 +57,7 @@ class StreamTask:
         self.state_initializer = StreamTaskStateInitializer()
         self.operator_chain: Optional[OperatorChain] = None
         self.canceled = False
+        self._cancel_requested = threading.Event()  # what operators see of `canceled`
         self._flusher = None
         self._cleaned_up = False
 
@@ -78,6 +80,7 @@ class StreamTask:
             operator_coordinator=env.operator_coordinators.get(cfg.node_id),
             records_per_batch=env.records_per_batch,
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
+            task_cancelled=self._cancel_requested.is_set,  # no reference back to the task
         )
         return self.state_initializer.initialize(ctx)
 
@@ -138,6 +141,7 @@ class StreamTask:
     def cancel(self) -> None:
         """Stop promptly from any thread: the mailbox loop ends, blocked writers wake."""
         self.canceled = True
+        self._cancel_requested.set()
         self.mailbox_processor.cancel()
         for p in self.env.result_partitions:
             p.buffer_pool.destroy()
