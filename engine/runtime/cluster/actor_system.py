@@ -219,10 +219,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+#: The cluster log's line format.
+LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"
+
+
 def _log_defs(log_file: str) -> Dict[str, Any]:
     return {
         "version": 1,
-        "formatters": {"plain": {"format": "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"}},
+        "formatters": {"plain": {"format": LOG_FORMAT}},
         "handlers": {"file": {"class": "logging.FileHandler", "filename": log_file, "formatter": "plain"}},
         "root": {"handlers": ["file"], "level": logging.INFO},
     }
@@ -258,7 +262,7 @@ def _prepare_env(host: str, log_file: Optional[str], secret: bytes, max_bytes: i
     os.environ["THESPIAN_BASE_IPADDR"] = host
     _bind_to_base_address()
     # before the ActorSystem exists: its admin and every actor process fork from here
-    auth_transport.install(secret, max_bytes)
+    auth_transport.install(secret, max_bytes, log_file, LOG_FORMAT)
     if log_file is not None:
         os.environ.setdefault("THESPLOG_FILE", log_file + ".thespian")
 

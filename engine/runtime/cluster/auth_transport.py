@@ -24,8 +24,11 @@ retries work unchanged)::
    (:func:`hmac.compare_digest`) against the secret(s) this process holds, and only then
    unpickles the body.
 
-A refused message closes the connection without a reply and is logged at WARNING (logger
-``rill.cluster.auth``; in cluster processes that is the cluster log) with the peer's address.
+A refused message closes the connection without a reply and is logged at WARNING with the
+peer's address: in a cluster's processes straight into the cluster log (``install``'s
+``log_file``; a record sent through Thespian's log forwarding from inside its transport loop
+waits for the process' next message, and may never leave a process that exits), elsewhere
+through the ``rill.cluster.auth`` logger.
 Thespian's two acknowledgement packets (``ACK``, ``ACK+DATAERR``) stay unsigned constants: the
 receiver recognises them by comparing bytes, never by unpickling, and a forged one can only make
 a sender believe a message arrived (or retry it), which an on-path attacker can cause anyway.
@@ -56,8 +59,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import os
 import pickle
 import threading
+import weakref
 from typing import List, Optional, Tuple
 
 __all__ = [
@@ -110,6 +115,8 @@ class _State:
         self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
         self.patched = False
         self.control: dict = {}  # Thespian's ACK payloads (bytes -> the string they stand for)
+        self.transports: "weakref.WeakSet" = weakref.WeakSet()  # this process' transports
+        self.file_logger: Optional[logging.Logger] = None  # writes to the cluster log directly
 
 
 _state = _State()
@@ -125,7 +132,8 @@ def installed_secret() -> Optional[bytes]:
     return _state.secret
 
 
-def install(secret: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -> None:
+def install(secret: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, log_file: Optional[str] = None,
+            log_format: str = "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s") -> None:
     """Make this process' Thespian TCP transport sign and verify with ``secret``.
 
     Call it before the process starts or reaches an actor system (processes Thespian forks
@@ -135,6 +143,9 @@ def install(secret: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -
     :param secret: the cluster's shared secret, at least :data:`MIN_SECRET_BYTES` bytes.
     :param max_message_bytes: the largest message (MAC + pickled body) this process sends or
         accepts, in bytes (``cluster.rpc.max-message-size``); at least 1 KiB.
+    :param log_file: the cluster log, where this process and those it forks write refusals
+        (``None``: keep the one set before, or log through ``rill.cluster.auth``).
+    :param log_format: the cluster log's line format (a :class:`logging.Formatter` format).
     :raises ValueError: for a secret that is not bytes or too short, or a limit below 1 KiB.
     """
     if not isinstance(secret, (bytes, bytearray)) or len(secret) < MIN_SECRET_BYTES:
@@ -149,6 +160,14 @@ def install(secret: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES) -
         if secret not in _state.keyring:
             _state.keyring = _state.keyring + (secret,)
         _state.max_message_bytes = max_message_bytes
+        if log_file is not None:
+            # a Logger outside logging's manager: Thespian replaces the manager in the processes
+            # it forks, and this one (with its append-mode file) survives that
+            file_logger = logging.Logger(LOGGER_NAME, logging.WARNING)
+            handler = logging.FileHandler(log_file, mode="a", delay=True)
+            handler.setFormatter(logging.Formatter(log_format))
+            file_logger.addHandler(handler)
+            _state.file_logger = file_logger
 
 
 def _verifies(mac, body) -> bool:
@@ -274,7 +293,8 @@ class AuthenticatedReceiveBuffer:
 
 
 def _log_refusal(peer: str, local: str, reason: str) -> None:
-    logging.getLogger(LOGGER_NAME).warning(
+    logger = _state.file_logger or logging.getLogger(LOGGER_NAME)
+    logger.warning(
         "refused a message from %s to %s before deserializing it: %s; connection closed", peer, local, reason)
 
 
@@ -287,6 +307,24 @@ def _addresses(sock) -> Tuple[str, str]:
         except (OSError, AttributeError, ValueError, TypeError):
             out.append("an unknown address")
     return out[0], out[1]
+
+
+def _close_inherited_listeners() -> None:
+    """After a fork: close the listening sockets of the parent's transports.
+
+    Thespian forks the admin from the process that starts a system, and every actor from its
+    parent, and the child builds a transport of its own; the parent's listening sockets stay
+    open in it for nothing. The starting process' own endpoint, inherited by the whole tree,
+    then outlives it: a port that accepts connections (the kernel's backlog) which no process
+    ever reads or closes."""
+    for transport in list(_state.transports):
+        sock = getattr(transport, "socket", None)
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+    _state.transports = weakref.WeakSet()
 
 
 def _patch_thespian() -> None:
@@ -308,6 +346,7 @@ def _patch_thespian() -> None:
     def __init__(self, *args, **kwargs):  # noqa: N807 - replaces Thespian's __init__
         original_init(self, *args, **kwargs)
         self._rill_secret = _state.secret  # this endpoint keeps the cluster it was made for
+        _state.transports.add(self)
 
     def serializer(self, intent):
         body = pickle.dumps((self.myAddress, intent.message))
@@ -346,4 +385,5 @@ def _patch_thespian() -> None:
     transport._check_XMIT_4_done = _check_XMIT_4_done
     incoming.addData = addData
     tcp.ReceiveBuffer = AuthenticatedReceiveBuffer
+    os.register_at_fork(after_in_child=_close_inherited_listeners)
     _state.patched = True
