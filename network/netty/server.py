@@ -223,7 +223,7 @@ class ServerConnection(FrameConnection):
     # ------------------------------------------------------------------ closing, statistics
 
     def _on_closed(self, cause: Optional[BaseException]) -> None:
-        if cause is not None and not self.authenticated:
+        if isinstance(cause, (AuthenticationError, CorruptFrameError, TimeoutError)) and not self.authenticated:
             # a peer that never proved the secret: nothing it sent was deserialized; say who it was
             # (logger looked up now: in a cluster task process Thespian replaced the logging tree)
             logging.getLogger("rill.network.netty").warning(

@@ -303,15 +303,23 @@ def connect(host: str, port: int, timeout_s: float = 5.0, secret: Optional[bytes
 
     :param secret: the cluster's secret (default: :func:`cluster_secret` of ``port``).
     :raises ClusterNotRunningError: when nothing listens there.
-    :raises ClusterSecretError: when no secret is given and none is found.
+    :raises ClusterSecretError: when no secret is given and none is found, or the system there
+        does not accept this process (wrong secret).
     """
     from thespian.actors import ActorSystem  # noqa: PLC0415
 
     if not _port_in_use(host, port, timeout_s):
         raise ClusterNotRunningError(
             f"No Rill cluster at cluster://{host}:{port}: start one with `rill cluster start --port {port}`")
+    from thespian.actors import InvalidActorAddress  # noqa: PLC0415
+
     _prepare_env(host, None, cluster_secret(port) if secret is None else secret, max_message_bytes())
-    return ActorSystem(SYSTEM_BASE, capabilities(port), logDefs=_log_defs(os.devnull), transientUnique=True)
+    try:
+        return ActorSystem(SYSTEM_BASE, capabilities(port), logDefs=_log_defs(os.devnull), transientUnique=True)
+    except InvalidActorAddress as e:  # a cluster answers nothing to a peer whose messages it refuses
+        raise ClusterSecretError(
+            f"The process at cluster://{host}:{port} did not answer as a Rill cluster: it refused this process' "
+            "secret (the cluster's log names the refused address), or it is not a Rill cluster") from e
 
 
 def _port_in_use(host: str, port: int, timeout_s: float = 1.0) -> bool:

@@ -74,6 +74,7 @@ __all__ = [
     "AuthenticatedReceiveBuffer",
     "install",
     "installed_secret",
+    "log_to_cluster_file",
     "sign",
 ]
 
@@ -170,6 +171,24 @@ def install(secret: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, l
             _state.file_logger = file_logger
 
 
+def log_to_cluster_file(*logger_names: str) -> None:
+    """Make the named loggers of this process write straight to the cluster log given to
+    :func:`install` (and not propagate), when there is one.
+
+    For loggers used by threads other than an actor's own: Thespian's log forwarding sends each
+    record through the actor's transport, which only the actor's thread may use. Idempotent.
+    """
+    file_logger = _state.file_logger
+    if file_logger is None:
+        return
+    for name in logger_names:
+        logger = logging.getLogger(name)  # now: Thespian replaced the logging tree in this process
+        for handler in file_logger.handlers:
+            if handler not in logger.handlers:
+                logger.addHandler(handler)
+        logger.propagate = False
+
+
 def _verifies(mac, body) -> bool:
     expected = bytes(mac)
     ok = False
@@ -188,10 +207,12 @@ class AuthenticatedReceiveBuffer:
     packet") and :attr:`refusal` says why. The incoming-socket hook raises on it so that
     Thespian closes the connection.
 
+    :param serializer: what Thespian passes (``pickle.loads``); ignored.
+    :param max_message_bytes: the size limit (default: the one :func:`install` set).
     :ivar refusal: ``None``, or why the message was refused.
     """
 
-    def __init__(self, serializer=None):  # noqa: ARG002 - Thespian passes pickle.loads; never used
+    def __init__(self, serializer=None, max_message_bytes: Optional[int] = None):  # noqa: ARG002
         self._head: Optional[bytearray] = bytearray()
         self._buf = bytearray()
         self._size: Optional[int] = None
@@ -200,7 +221,7 @@ class AuthenticatedReceiveBuffer:
         self._control: Optional[str] = None
         self.refusal: Optional[str] = None
         self.logged = False
-        self._max = _state.max_message_bytes
+        self._max = _state.max_message_bytes if max_message_bytes is None else max_message_bytes
 
     def _refuse(self, reason: str) -> None:
         self.refusal = reason
@@ -346,15 +367,16 @@ def _patch_thespian() -> None:
     def __init__(self, *args, **kwargs):  # noqa: N807 - replaces Thespian's __init__
         original_init(self, *args, **kwargs)
         self._rill_secret = _state.secret  # this endpoint keeps the cluster it was made for
+        self._rill_max_message_bytes = _state.max_message_bytes
         _state.transports.add(self)
 
     def serializer(self, intent):
         body = pickle.dumps((self.myAddress, intent.message))
         size = MAC_BYTES + len(body)
-        if size > _state.max_message_bytes:
+        if size > self._rill_max_message_bytes:
             raise MessageTooLargeError(
                 f"{type(intent.message).__name__} to {intent.targetAddr} is {size} bytes serialized, more than "
-                f"cluster.rpc.max-message-size ({_state.max_message_bytes} bytes); raise it on every host of "
+                f"cluster.rpc.max-message-size ({self._rill_max_message_bytes} bytes); raise it on every host of "
                 "the cluster and on the client")
         return memoryview(b"".join((b"%d>" % size, sign(self._rill_secret, body), body)))
 

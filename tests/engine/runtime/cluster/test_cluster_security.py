@@ -185,12 +185,15 @@ def test_no_listening_port_of_a_cluster_or_its_client_runs_an_unauthenticated_pi
               .key_by(lambda kv: kv[0])
               .map(lambda kv: (kv[0], kv[1] + 1), output_type=type_info))
     caplog.set_level(logging.WARNING)
+    # this process may hold endpoints of other tests' clusters: Thespian serves a client endpoint
+    # only while that client asks something, so an idle one reads (and refuses) an attack later
+    before = set(listening_ports({os.getpid()}))
     results = stream.execute_and_collect()  # submitted; the job waits at the gate
     try:
         wait_for(lambda: all((gate / f"running-{i}").exists() for i in range(2)), 60, "the job never ran")
         cluster_pids = {c.info()["admin_pid"]} | _descendants(c.info()["admin_pid"])
         cluster_ports = listening_ports(cluster_pids)
-        client_ports = listening_ports({os.getpid()})
+        client_ports = {a: p for a, p in listening_ports({os.getpid()}).items() if a not in before}
         # admin, logger, Dispatcher, ResourceManager, 2 TaskExecutors, JobMaster, 4 task actors,
         # and the tasks' data-plane servers; the client: its Thespian endpoint and collect server
         assert len(cluster_ports) >= 12, cluster_ports
@@ -233,6 +236,9 @@ def test_a_member_without_the_secret_cannot_join(local_cluster, tmp_path):
     proc = c.cli("cluster", "join", "--leader", c.address, "--port", str(port), "-s", "1",
                  "--secret-file", str(wrong), check=False, timeout=180)
     assert proc.returncode == 1, proc.stdout
+    assert (f"The process at cluster://127.0.0.1:{c.port} did not answer as a Rill cluster: it refused this "
+            "process' secret") in proc.stderr
+    assert "Traceback" not in proc.stderr
     c.members.append(port)  # whatever it left is stopped and checked with the cluster
     out = c.cli("cluster", "status", "--port", str(c.port)).stdout
     assert "0 TaskExecutor(s)" in out
@@ -268,3 +274,24 @@ def test_binding_beyond_loopback_warns_what_is_exposed(tmp_path):
     proc = subprocess.run([RILL, "cluster", "status", "--port", str(port)], env=env, capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1
+
+
+def test_a_job_graph_above_the_message_size_limit_fails_at_submission_naming_the_key(cluster, tmp_path):
+    job = tmp_path / "big_job.py"
+    job.write_text(
+        "from rill.datastream import StreamExecutionEnvironment\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection([str(i) * 300 for i in range(1000)]).map(len).print()\n"
+        "env.execute('big')\n")
+    env = dict(cluster.env)
+    cluster.env["RILL_CLUSTER_RPC_MAX_MESSAGE_SIZE"] = "64kb"
+    try:
+        proc = cluster.cli("run", "--target", cluster.address, str(job), check=False)
+    finally:
+        cluster.env.clear()
+        cluster.env.update(env)
+    assert proc.returncode != 0
+    assert "more than cluster.rpc.max-message-size (65536 bytes); raise it on every host of the cluster and on " \
+           "the client" in proc.stderr
+    assert "SubmitJob" in proc.stderr
+    assert "FINISHED" not in proc.stderr
