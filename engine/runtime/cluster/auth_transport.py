@@ -116,7 +116,7 @@ class _State:
         self.max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
         self.patched = False
         self.control: dict = {}  # Thespian's ACK payloads (bytes -> the string they stand for)
-        self.transports: "weakref.WeakSet" = weakref.WeakSet()  # this process' transports
+        self.external_endpoints: "weakref.WeakSet" = weakref.WeakSet()  # this process' client endpoints
         self.file_logger: Optional[logging.Logger] = None  # writes to the cluster log directly
 
 
@@ -331,21 +331,22 @@ def _addresses(sock) -> Tuple[str, str]:
 
 
 def _close_inherited_listeners() -> None:
-    """After a fork: close the listening sockets of the parent's transports.
+    """After a fork: close the listening sockets of the parent's external endpoints.
 
-    Thespian forks the admin from the process that starts a system, and every actor from its
-    parent, and the child builds a transport of its own; the parent's listening sockets stay
-    open in it for nothing. The starting process' own endpoint, inherited by the whole tree,
-    then outlives it: a port that accepts connections (the kernel's backlog) which no process
-    ever reads or closes."""
-    for transport in list(_state.transports):
+    Thespian forks the admin from the process that starts a system, and that process' own
+    endpoint (an external one, as a client's) stays open in the admin and in every process
+    forked from it: once the starting process exits, a port that accepts connections (into the
+    kernel's backlog) which no process ever reads or closes. Actor transports are not touched:
+    Thespian closes a parent actor's sockets in its child by their numbers (``closeFileNums``),
+    and closing them here first would let those numbers be reused and then closed."""
+    for transport in list(_state.external_endpoints):
         sock = getattr(transport, "socket", None)
         if sock is not None:
             try:
                 sock.close()
             except OSError:
                 pass
-    _state.transports = weakref.WeakSet()
+    _state.external_endpoints = weakref.WeakSet()
 
 
 def _patch_thespian() -> None:
@@ -364,11 +365,12 @@ def _patch_thespian() -> None:
     transport = tcp.TCPTransport
     original_init = transport.__init__
 
-    def __init__(self, *args, **kwargs):  # noqa: N807 - replaces Thespian's __init__
-        original_init(self, *args, **kwargs)
+    def __init__(self, initType, *args, **kwargs):  # noqa: N803,N807 - Thespian's names
+        original_init(self, initType, *args, **kwargs)
         self._rill_secret = _state.secret  # this endpoint keeps the cluster it was made for
         self._rill_max_message_bytes = _state.max_message_bytes
-        _state.transports.add(self)
+        if not isinstance(initType, tcp.TCPEndpoint):  # a client's (external) endpoint
+            _state.external_endpoints.add(self)
 
     def serializer(self, intent):
         body = pickle.dumps((self.myAddress, intent.message))
