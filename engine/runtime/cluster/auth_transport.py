@@ -67,6 +67,7 @@ from typing import List, Optional, Tuple
 
 __all__ = [
     "MAC_BYTES",
+    "LOGGER_NAME",
     "DEFAULT_MAX_MESSAGE_BYTES",
     "MIN_SECRET_BYTES",
     "MessageRefusedError",
@@ -255,10 +256,11 @@ class AuthenticatedReceiveBuffer:
             self._size = size
             buf = rest
         want = self._size - len(self._buf)
-        if want > 0:
+        if want >= len(buf):  # the usual case (Thespian reads at most what is missing): no slice copy
+            self._buf += buf
+        elif want > 0:
             self._buf += buf[:want]
-            if len(buf) > want:
-                self._extra = bytes(buf[want:])
+            self._extra = bytes(buf[want:])
         else:
             self._extra += bytes(buf)
         if len(self._buf) == self._size and not self._verified and self._control is None:
