@@ -376,6 +376,8 @@ def run_job(cluster: Optional[BenchCluster], address: str, name: str, credit: bo
     prefix = str(work_dir / f"channels-{name}")
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, address)
+    if cluster is not None:  # its secret is in its own run directory, not this process' one
+        conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.run_dir / f"cluster-{cluster.port}.json"))
     conf.set_string("taskmanager.network.credit-model", "true" if credit else "false")
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(NUM_SUBTASKS)

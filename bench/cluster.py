@@ -101,6 +101,11 @@ class BenchCluster:
         return f"cluster://{self.host}:{self.port}"
 
     @property
+    def secret_file(self) -> str:
+        """The cluster's ``cluster-<port>.json`` (its secret): what this process submits with."""
+        return str(Path(self.run_dir, f"cluster-{self.port}.json"))
+
+    @property
     def shape(self) -> str:
         return f"{self.task_executors} TaskExecutor(s) × {self.slots} slot(s)"
 

@@ -316,6 +316,7 @@ def _run_rill_summaries(workload: Workload, data: List[Any], parallelism: int, c
     else:
         conf = Configuration()
         conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+        conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, cluster.secret_file)
         env = StreamExecutionEnvironment.get_execution_environment(conf)
         sink = sink_class(token, publish_dir)
     env.set_parallelism(parallelism)

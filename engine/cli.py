@@ -156,6 +156,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     cluster.add_argument("--host", default=None, help="bind address (default: taskmanager.host, 127.0.0.1)")
     cluster.add_argument("--leader", default=None,
                          help="join: the cluster to join, cluster://host:port")
+    cluster.add_argument("--secret-file", default=None,
+                         help="join: the leader's cluster-<port>.json (or its secret in hex), mode 600 "
+                              "(default: security.cluster.secret-file); required to join")
     cluster.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
 
     cancel = sub.add_parser("cancel", help="cancel a job running on a cluster")

@@ -4,10 +4,18 @@
 
 from __future__ import annotations
 
+import ipaddress
+import socket
 import sys
 
 from rill.common.configuration import ConfigOptions, load_configuration
-from rill.runtime.cluster.actor_system import ClusterNotRunningError, parse_cluster_target, read_cluster_info
+from rill.runtime.cluster.actor_system import (
+    ClusterNotRunningError,
+    ClusterSecretError,
+    parse_cluster_target,
+    read_cluster_info,
+    read_secret_file,
+)
 
 __all__ = ["run_cluster_command"]
 
@@ -22,6 +30,9 @@ def run_cluster_command(args) -> int:
         if args.command == "list":
             return _status(port, jobs_only=True)
         if args.action in ("start", "join") and not args.in_process:
+            if args.action == "join":
+                _join_secret(args, conf)  # refuse before anything starts
+            _warn_if_exposed(args.host or conf.get(ConfigOptions.TASKMANAGER_HOST), port)
             return _detached(args, port)
         if args.action == "start":
             return _start(args, port, conf)
@@ -36,7 +47,7 @@ def run_cluster_command(args) -> int:
     except ClusterNotRunningError as e:
         print(f"rill: {e}", file=sys.stderr)
         return 1
-    except (RuntimeError, ValueError) as e:
+    except (RuntimeError, ValueError) as e:  # ClusterSecretError included
         print(f"rill: {e}", file=sys.stderr)
         return 1
 
@@ -50,7 +61,7 @@ def _detached(args, port: int) -> int:
     from rill.runtime.cluster.actor_system import run_dir  # noqa: PLC0415
     argv = [sys.executable, "-m", "rill.cli", "cluster", args.action, "--in-process", "--port", str(port)]
     for flag, value in (("--task-executors", args.task_executors), ("--slots", args.slots), ("--host", args.host),
-                        ("--leader", args.leader)):
+                        ("--leader", args.leader), ("--secret-file", args.secret_file)):
         if value is not None:
             argv += [flag, str(value)]
     log = run_dir() / f"cluster-{port}.out"  # the processes' stdout (print sinks), as Flink's .out files
@@ -80,9 +91,44 @@ def _join(args, port: int, conf) -> int:
         raise ValueError("rill cluster join needs --leader cluster://host:port (the cluster to join)")
     leader_host, leader_port = parse_cluster_target(args.leader, 6123)
     slots = args.slots if args.slots is not None else conf.get(ConfigOptions.NUM_TASK_SLOTS)
-    info = join_cluster(leader_host, leader_port, port, slots, host=args.host or conf.get(ConfigOptions.TASKMANAGER_HOST))
+    info = join_cluster(leader_host, leader_port, port, slots, host=args.host or conf.get(ConfigOptions.TASKMANAGER_HOST),
+                        secret=_join_secret(args, conf), configuration=conf)
     print(f"rill: TaskExecutor with {slots} slot(s) at {info.host}:{info.port} joined {args.leader}")
     return 0
+
+
+def _join_secret(args, conf) -> bytes:
+    """The leader's secret for ``rill cluster join``: ``--secret-file`` or
+    ``security.cluster.secret-file``; never guessed from this machine's run directory.
+
+    :raises ClusterSecretError: when neither is given or the file is unusable.
+    """
+    path = args.secret_file or conf.get(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE)
+    if not path:
+        raise ClusterSecretError(
+            "rill cluster join needs the cluster's secret: --secret-file FILE, where FILE is a copy of the "
+            "leader's cluster-<port>.json (mode 600), or set security.cluster.secret-file")
+    return read_secret_file(path)
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(socket.gethostbyname(host)).is_loopback
+    except (OSError, ValueError):
+        return False
+
+
+def _warn_if_exposed(host: str, port: int) -> None:
+    """Say what a non-loopback bind address exposes (issue 10's threat model, see README)."""
+    if _is_loopback(host):
+        return
+    print(f"rill: WARNING: binding to {host}, not loopback: from every host that can reach {host}, anyone can "
+          f"connect to this cluster's actor system port ({port}), the port of every actor (Dispatcher, "
+          "ResourceManager, JobMasters, TaskExecutors, tasks), the tasks' data-plane ports and the collect "
+          "ports of clients running execute_and_collect. Each refuses peers that do not prove the cluster's "
+          "secret, but nothing is encrypted: whoever can read that network sees job graphs and records and "
+          "can replay captured control messages. Bind to such an address only on a trusted network.",
+          file=sys.stderr)
 
 
 def _status(port: int, jobs_only: bool = False) -> int:

@@ -73,6 +73,11 @@ class LocalCluster:
             raise AssertionError(f"rill {' '.join(args)} exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
         return proc
 
+    @property
+    def secret_file(self) -> Path:
+        """The leader's cluster-<port>.json (mode 600): what clients and members need to join."""
+        return self.run_dir / f"cluster-{self.port}.json"
+
     def info(self, port=None) -> dict:
         return json.loads((self.run_dir / f"cluster-{port or self.port}.json").read_text())
 
@@ -84,7 +89,8 @@ class LocalCluster:
 
     def join(self, slots: int = 1) -> int:
         port = free_port()
-        self.cli("cluster", "join", "--leader", self.address, "--port", str(port), "-s", str(slots))
+        self.cli("cluster", "join", "--leader", self.address, "--port", str(port), "-s", str(slots),
+                 "--secret-file", str(self.secret_file))
         self.members.append(port)
         self.remember_processes()
         return port

@@ -88,6 +88,17 @@ class ConfigOptions:
     AUTO_WATERMARK_INTERVAL = ConfigOption(
         "pipeline.auto-watermark-interval", 200,
         "ms of processing time between periodic watermark emissions (0: none).")
+    CLUSTER_RPC_MAX_MESSAGE_SIZE = ConfigOption(
+        "cluster.rpc.max-message-size", 256 * 1024 * 1024,
+        "Largest control message (an actor message: job graph, deployment descriptor, status) in "
+        "bytes (or a size such as '256mb') a cluster process or client sends or accepts; a larger "
+        "incoming length header is refused before anything is buffered (Flink's pekko.framesize). "
+        "Set the same value on every host and client of a cluster.")
+    SECURITY_CLUSTER_SECRET_FILE = ConfigOption(
+        "security.cluster.secret-file", "",
+        "File holding the cluster's secret (the cluster-<port>.json that `rill cluster start` "
+        "writes, or the secret in hex), for clients and `rill cluster join` on hosts whose run "
+        "directory does not have it; must not be readable by group or others.")
 
 
 class Configuration:

@@ -20,6 +20,7 @@ A connection that closes releases every reader's view: the partition sees its co
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 from collections import deque
@@ -222,6 +223,12 @@ class ServerConnection(FrameConnection):
     # ------------------------------------------------------------------ closing, statistics
 
     def _on_closed(self, cause: Optional[BaseException]) -> None:
+        if isinstance(cause, (AuthenticationError, CorruptFrameError, TimeoutError)) and not self.authenticated:
+            # a peer that never proved the secret: nothing it sent was deserialized; say who it was
+            # (logger looked up now: in a cluster task process Thespian replaced the logging tree)
+            logging.getLogger("rill.network.netty").warning(
+                "refused data connection from %s to %s before authentication: %s",
+                _fmt(self.remote_address), _fmt(self.local_address), cause)
         with self._ready_lock:
             self._ready.clear()
         readers = list(self._readers.values())

@@ -3,14 +3,18 @@
 Settings (measured in NOTES.md to leave nothing behind): the ``multiprocTCPBase`` system base
 (every actor in its own process, reachable over TCP), ``THESPIAN_BASE_IPADDR`` set to the bind
 host (loopback by default), two patches of Thespian's TCP transport (bind to that host only;
-send and receive without copying the whole message per ``send``/``recv``), logging to a file
+every message signed with the cluster's secret and verified before it is unpickled, see
+:mod:`rill.runtime.cluster.auth_transport`), logging to a file
 in the cluster's run directory, a chosen admin port (never Thespian's default 1900),
 ``transientUnique`` handles for clients, and a fresh capabilities dict for every call
 (Thespian adds keys to it).
 
 A cluster is described by a :class:`ClusterInfo` file in the run directory
 (``$RILL_RUN_DIR``, default ``~/.rill/run``), ``cluster-<port>.json``, readable only by its
-owner because it holds the data plane's shared secret.
+owner because it holds the cluster's shared secret: whoever can read it can submit jobs, that
+is run code as the cluster's user. Every process of a cluster and every client signs its
+actor messages with it (:func:`start_actor_system` and :func:`connect` take it); a process
+started by ``rill cluster join`` is given it (``--secret-file``).
 
 Multi-host (Thespian's *convention*): the leader system runs the Dispatcher and the
 ResourceManager; a system started on another host with ``Convention Address.IPv4`` pointing at
@@ -34,6 +38,10 @@ from typing import Any, Dict, Optional, Tuple
 __all__ = [
     "ClusterInfo",
     "ClusterNotRunningError",
+    "ClusterSecretError",
+    "read_secret_file",
+    "cluster_secret",
+    "max_message_bytes",
     "run_dir",
     "capabilities",
     "start_actor_system",
@@ -57,13 +65,18 @@ class ClusterNotRunningError(RuntimeError):
     """No cluster answers at the given address."""
 
 
+class ClusterSecretError(RuntimeError):
+    """The cluster's secret cannot be found or read (naming where it was looked for)."""
+
+
 @dataclass(frozen=True)
 class ClusterInfo:
     """What ``rill cluster start`` writes for clients and ``rill cluster stop``.
 
     :ivar host: the address every cluster socket binds to.
     :ivar port: the actor system's admin port (the cluster's address is ``cluster://host:port``).
-    :ivar secret_hex: the data plane's shared secret (hex).
+    :ivar secret_hex: the cluster's shared secret (hex): signs every actor message and
+        authenticates every data and collect connection.
     :ivar admin_pid: pid of the actor system's admin process (the stop backstop).
     :ivar log_file: where the actors log.
     :ivar task_executors: TaskExecutors started with the cluster.
@@ -101,6 +114,7 @@ def _info_path(port: int) -> Path:
 def write_cluster_info(info: ClusterInfo) -> Path:
     path = _info_path(info.port)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)  # O_CREAT's mode does not apply to a file that already existed
     with os.fdopen(fd, "w") as f:
         json.dump(asdict(info), f, indent=2)
     return path
@@ -112,6 +126,69 @@ def read_cluster_info(port: int) -> Optional[ClusterInfo]:
     if not path.is_file():
         return None
     return ClusterInfo(**json.loads(path.read_text()))
+
+
+def read_secret_file(path) -> bytes:
+    """The cluster secret held in ``path``: a ``cluster-<port>.json`` that ``rill cluster start``
+    wrote (its ``secret_hex``), or the secret alone in hex.
+
+    :raises ClusterSecretError: when the file is missing or unreadable, readable by group or
+        others (as ssh refuses such a key), or holds no secret of at least 16 bytes.
+    """
+    path = Path(path).expanduser()
+    try:
+        mode = path.stat().st_mode & 0o777
+        text = path.read_text().strip()
+    except OSError as e:
+        raise ClusterSecretError(f"Cannot read the cluster secret file {path}: {e.strerror or e}") from e
+    if mode & 0o077:
+        raise ClusterSecretError(f"The cluster secret file {path} has mode {mode:o}: it must not be readable by "
+                                 f"group or others (chmod 600 {path})")
+    try:
+        hex_text = json.loads(text)["secret_hex"] if text.startswith("{") else text
+        secret = bytes.fromhex(hex_text)
+    except (ValueError, KeyError, TypeError) as e:
+        raise ClusterSecretError(f"The cluster secret file {path} holds neither a cluster-<port>.json with "
+                                 f"'secret_hex' nor a hex secret ({e})") from e
+    if len(secret) < 16:
+        raise ClusterSecretError(f"The cluster secret in {path} is {len(secret)} bytes; at least 16 are needed")
+    return secret
+
+
+def cluster_secret(port: int, configuration=None) -> bytes:
+    """The secret of the cluster at ``port``: from ``security.cluster.secret-file`` when set,
+    else from this machine's run directory (``cluster-<port>.json``).
+
+    :raises ClusterSecretError: when neither is there or the file is unusable.
+    """
+    from rill.common.configuration import ConfigOptions, load_configuration  # noqa: PLC0415
+    conf = configuration if configuration is not None else load_configuration()
+    secret_file = conf.get(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE)
+    if secret_file:
+        return read_secret_file(secret_file)
+    path = _info_path(port)
+    if not path.is_file():
+        raise ClusterSecretError(
+            f"No secret for the cluster at port {port}: {path} does not exist. Copy the leader's "
+            f"cluster-{port}.json (mode 600) and set {ConfigOptions.SECURITY_CLUSTER_SECRET_FILE.key} "
+            f"(or {ConfigOptions.SECURITY_CLUSTER_SECRET_FILE.env_var}) to it")
+    return read_secret_file(path)
+
+
+def max_message_bytes(configuration=None) -> int:
+    """``cluster.rpc.max-message-size`` in bytes (a number or a size such as ``'256mb'``).
+
+    :raises ValueError: for a value that is not a size or is below 1 KiB.
+    """
+    from rill.common.configuration import ConfigOptions, load_configuration  # noqa: PLC0415
+    from rill.runtime.taskmanager.network_environment import parse_memory_size  # noqa: PLC0415
+    conf = configuration if configuration is not None else load_configuration()
+    option = ConfigOptions.CLUSTER_RPC_MAX_MESSAGE_SIZE
+    raw = conf.get_string(option.key)
+    value = option.default if raw is None else parse_memory_size(raw, option.key)
+    if value < 1024:
+        raise ValueError(f"'{option.key}' must be at least 1024 bytes, got {raw!r}")
+    return value
 
 
 def remove_cluster_info(port: int) -> None:
@@ -142,10 +219,14 @@ def free_port(host: str = "127.0.0.1") -> int:
         return s.getsockname()[1]
 
 
+#: The cluster log's line format.
+LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"
+
+
 def _log_defs(log_file: str) -> Dict[str, Any]:
     return {
         "version": 1,
-        "formatters": {"plain": {"format": "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"}},
+        "formatters": {"plain": {"format": LOG_FORMAT}},
         "handlers": {"file": {"class": "logging.FileHandler", "filename": log_file, "formatter": "plain"}},
         "root": {"handlers": ["file"], "level": logging.INFO},
     }
@@ -175,58 +256,13 @@ def _bind_to_base_address() -> None:
     cls._rill_bind_patched = True
 
 
-def _linear_tcp_transport() -> None:
-    """Make Thespian's TCP transport linear in a message's size.
+def _prepare_env(host: str, log_file: Optional[str], secret: bytes, max_bytes: int) -> None:
+    from rill.runtime.cluster import auth_transport  # noqa: PLC0415 - imports thespian
 
-    Thespian 4.0.1 sends ``serMsg[amtSent:]`` -- a copy of the rest of the message -- on every
-    ``socket.send``, and its ``ReceiveBuffer.addMore`` appends each ``recv`` to ``bytes``
-    (``self._buf += buf``, a copy of everything received so far): both quadratic, so a job
-    graph or a source vertex of 21 MB took ~0.2 s per hop on each end. Here the message goes
-    out as a ``memoryview`` (slices are views) and is received into a ``bytearray`` (amortized
-    appends); the bytes on the wire are the same, so a system with and one without the patch
-    talk to each other. Applied in every process that starts, joins or reaches a cluster, before
-    its actor processes fork. Idempotent.
-    """
-    from thespian.system.transport import TCPTransport as tcp  # noqa: PLC0415
-    from thespian.system.transport import streamBuffer  # noqa: PLC0415
-
-    transport = tcp.TCPTransport
-    if getattr(transport, "_rill_linear_patched", False):
-        return
-    serialize = transport.serializer
-
-    def serializer(self, intent):
-        return memoryview(serialize(self, intent))
-
-    receive_buffer = streamBuffer.ReceiveBuffer
-    add_header = receive_buffer.addMore
-
-    def addMore(self, buf):  # noqa: N802 - Thespian's name
-        if self._size is None:  # the length prefix is a few bytes: Thespian's parsing is cheap there
-            add_header(self, buf)
-            if self._size is not None and not isinstance(self._buf, bytearray):
-                self._buf = bytearray(self._buf)
-            return
-        blen = len(buf)  # Thespian's logic; only the buffer's type differs
-        if self._blen + blen <= self._size:
-            self._buf += buf
-            self._blen += blen
-        elif self._blen == self._size:
-            self._extra += buf
-        else:
-            want = self._size - self._blen
-            self._buf += buf[:want]
-            self._extra = buf[want:]
-
-    transport.serializer = serializer
-    receive_buffer.addMore = addMore
-    transport._rill_linear_patched = True
-
-
-def _prepare_env(host: str, log_file: Optional[str]) -> None:
     os.environ["THESPIAN_BASE_IPADDR"] = host
     _bind_to_base_address()
-    _linear_tcp_transport()
+    # before the ActorSystem exists: its admin and every actor process fork from here
+    auth_transport.install(secret, max_bytes, log_file, LOG_FORMAT)
     if log_file is not None:
         os.environ.setdefault("THESPLOG_FILE", log_file + ".thespian")
 
@@ -238,36 +274,52 @@ def capabilities(port: int, extra: Optional[Dict[str, Any]] = None) -> Dict[str,
     return caps
 
 
-def start_actor_system(host: str, port: int, log_file: str, extra_capabilities: Optional[Dict[str, Any]] = None):
+def start_actor_system(host: str, port: int, log_file: str, extra_capabilities: Optional[Dict[str, Any]] = None,
+                       *, secret: bytes, max_bytes: Optional[int] = None):
     """Start a new actor system whose admin listens on ``host:port``; it outlives the caller.
 
+    :param secret: the cluster's secret: every process of the system signs its messages with
+        it and refuses messages that do not verify (see :mod:`~rill.runtime.cluster.auth_transport`).
+    :param max_bytes: ``cluster.rpc.max-message-size`` (default: from the configuration).
     :raises RuntimeError: if a system already answers on that port (Thespian would silently
         join it).
+    :raises ValueError: for a secret shorter than 16 bytes.
     """
     from thespian.actors import ActorSystem  # noqa: PLC0415 - slow import, only for cluster mode
 
     if _port_in_use(host, port):
         raise RuntimeError(f"Port {port} on {host} is in use: is a cluster already running there? "
                            f"(`rill cluster status --port {port}`)")
-    _prepare_env(host, log_file)
+    _prepare_env(host, log_file, secret, max_message_bytes() if max_bytes is None else max_bytes)
     # the admin and every actor fork from here and keep every inherited file descriptor:
     # callers that read this process' output through a pipe run it detached (see cluster_cli)
     return ActorSystem(SYSTEM_BASE, capabilities(port, extra_capabilities), logDefs=_log_defs(log_file),
                        transientUnique=True)
 
 
-def connect(host: str, port: int, timeout_s: float = 5.0):
-    """A handle on the running actor system at ``host:port`` (a transient external endpoint).
+def connect(host: str, port: int, timeout_s: float = 5.0, secret: Optional[bytes] = None):
+    """A handle on the running actor system at ``host:port`` (a transient external endpoint,
+    which signs with ``secret`` for as long as it lives).
 
+    :param secret: the cluster's secret (default: :func:`cluster_secret` of ``port``).
     :raises ClusterNotRunningError: when nothing listens there.
+    :raises ClusterSecretError: when no secret is given and none is found, or the system there
+        does not accept this process (wrong secret).
     """
     from thespian.actors import ActorSystem  # noqa: PLC0415
 
     if not _port_in_use(host, port, timeout_s):
         raise ClusterNotRunningError(
             f"No Rill cluster at cluster://{host}:{port}: start one with `rill cluster start --port {port}`")
-    _prepare_env(host, None)
-    return ActorSystem(SYSTEM_BASE, capabilities(port), logDefs=_log_defs(os.devnull), transientUnique=True)
+    from thespian.actors import InvalidActorAddress  # noqa: PLC0415
+
+    _prepare_env(host, None, cluster_secret(port) if secret is None else secret, max_message_bytes())
+    try:
+        return ActorSystem(SYSTEM_BASE, capabilities(port), logDefs=_log_defs(os.devnull), transientUnique=True)
+    except InvalidActorAddress as e:  # a cluster answers nothing to a peer whose messages it refuses
+        raise ClusterSecretError(
+            f"The process at cluster://{host}:{port} did not answer as a Rill cluster: it refused this process' "
+            "secret (the cluster's log names the refused address), or it is not a Rill cluster") from e
 
 
 def _port_in_use(host: str, port: int, timeout_s: float = 1.0) -> bool:
@@ -305,16 +357,19 @@ def admin_pid(host: str, port: int) -> Optional[int]:
     return None
 
 
-def shutdown_actor_system(host: str, port: int, pid: Optional[int] = None, timeout_s: float = 15.0) -> bool:
+def shutdown_actor_system(host: str, port: int, pid: Optional[int] = None, timeout_s: float = 15.0,
+                          secret: Optional[bytes] = None) -> bool:
     """Shut the system at ``host:port`` down (every actor process exits), then make sure its
     admin process ``pid`` and that process' children are gone (SIGTERM, then SIGKILL).
 
+    :param secret: the cluster's secret (default: :func:`cluster_secret` of ``port``); without
+        one the system cannot be asked, and only the pid backstop runs.
     :returns: whether a running system was found.
     """
     found = _port_in_use(host, port)
     if found:
         try:
-            connect(host, port).shutdown()
+            connect(host, port, secret=secret).shutdown()
         except Exception:  # noqa: BLE001 - the backstop below still runs
             logging.getLogger(__name__).warning("actor system shutdown at %s:%s failed", host, port, exc_info=True)
     if pid is not None:

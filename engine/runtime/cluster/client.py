@@ -24,6 +24,8 @@ from rill.runtime.cluster.actor_system import (
     DISPATCHER_NAME,
     RESOURCE_MANAGER_NAME,
     ClusterNotRunningError,
+    _port_in_use,
+    cluster_secret,
     connect,
     parse_cluster_target,
     read_cluster_info,
@@ -41,15 +43,18 @@ _clients_lock = threading.Lock()
 
 
 class ClusterClient:
-    """A connection to the cluster at ``host:port``.
+    """A connection to the cluster at ``host:port``, signing with the cluster's ``secret``
+    (default: :func:`~rill.runtime.cluster.actor_system.cluster_secret` of ``port``).
 
     :raises ClusterNotRunningError: when no cluster answers there.
+    :raises ClusterSecretError: when no secret is given and none is found.
     """
 
-    def __init__(self, host: str, port: int):
+    def __init__(self, host: str, port: int, secret: Optional[bytes] = None):
         self.host, self.port = host, port
+        self.secret = cluster_secret(port) if secret is None else secret
         self._lock = threading.Lock()
-        self._system = connect(host, port)
+        self._system = connect(host, port, secret=self.secret)
         from rill.runtime.cluster.dispatcher import DispatcherActor  # noqa: PLC0415
         from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
         with self._lock:
@@ -57,12 +62,18 @@ class ClusterClient:
             self.resource_manager = self._system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
 
     @classmethod
-    def for_address(cls, host: str, port: int) -> "ClusterClient":
-        """The process-wide client of ``host:port`` (created on first use)."""
+    def for_address(cls, host: str, port: int, secret: Optional[bytes] = None) -> "ClusterClient":
+        """The process-wide client of ``host:port`` (created on first use, and again when the
+        cluster there has another secret: it was restarted)."""
+        if secret is None:
+            if not _port_in_use(host, port):  # say "no cluster" rather than "no secret"
+                raise ClusterNotRunningError(f"No Rill cluster at cluster://{host}:{port}: start one with "
+                                             f"`rill cluster start --port {port}`")
+            secret = cluster_secret(port)
         with _clients_lock:
             client = _clients.get((host, port))
-            if client is None:
-                client = _clients[(host, port)] = cls(host, port)
+            if client is None or client.secret != secret:
+                client = _clients[(host, port)] = cls(host, port, secret)
             return client
 
     def ask(self, target, message, timeout_s: float = ASK_TIMEOUT_S):
@@ -75,7 +86,8 @@ class ClusterClient:
         if reply is None:
             raise ClusterNotRunningError(
                 f"The cluster at cluster://{self.host}:{self.port} did not answer {type(message).__name__} "
-                f"within {timeout_s} s")
+                f"within {timeout_s} s (a cluster refuses, without answering, a client whose secret is not its own: "
+                "see its log)")
         return reply
 
     def overview(self) -> m.ClusterOverview:
@@ -275,4 +287,7 @@ def submit_to_cluster(target: str, job_graph, configuration, job_parameters=None
                 f"execution.target is 'cluster' but no cluster was started on this machine at port {port}: "
                 f"run `rill cluster start --port {port}` (or set jobmanager.rpc.port / use cluster://host:port)")
         host = info.host
-    return ClusterClient.for_address(host, port).submit(job_graph, configuration, job_parameters, collect_channel)
+    from rill.common.configuration import load_configuration  # noqa: PLC0415
+    secret = cluster_secret(port, load_configuration(configuration))
+    return ClusterClient.for_address(host, port, secret).submit(job_graph, configuration, job_parameters,
+                                                                collect_channel)

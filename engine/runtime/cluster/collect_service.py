@@ -43,6 +43,7 @@ Thread-safety: :class:`CollectServer` methods may be called from any thread; a
 
 from __future__ import annotations
 
+import logging
 import queue
 import select
 import selectors
@@ -533,6 +534,10 @@ class CollectServer:
     def _on_error(self, error: BaseException, conn: socket.socket, peer: Tuple[str, int],
                   writer: Optional[_Writer], channel_id: Optional[str], subtask: Optional[int],
                   authenticated: bool) -> None:
+        if not authenticated and not self._closed:
+            logging.getLogger("rill.cluster.collect").warning(
+                "refused collect connection from %s to %s before authentication: %s: %s",
+                _fmt(peer), _fmt(self._address), type(error).__name__, error)
         if isinstance(error, _ServerClosed) or (self._closed and not isinstance(error, CollectAuthenticationError)):
             error = CollectConnectionError(
                 f"collect channel {channel_id}: the CollectServer closed before sink subtask "

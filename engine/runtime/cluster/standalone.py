@@ -21,7 +21,9 @@ from rill.runtime.cluster.actor_system import (
     RESOURCE_MANAGER_NAME,
     ClusterInfo,
     ClusterNotRunningError,
+    ClusterSecretError,
     admin_pid,
+    max_message_bytes,
     new_secret,
     read_cluster_info,
     remove_cluster_info,
@@ -51,10 +53,10 @@ def start_cluster(task_executors: int, slots: int, port: Optional[int] = None, h
     port = conf.get(ConfigOptions.JOBMANAGER_RPC_PORT) if port is None else port
     host = host or conf.get(ConfigOptions.TASKMANAGER_HOST)
     log_file = str(run_dir() / f"cluster-{port}.log")
-    system = start_actor_system(host, port, log_file)
+    secret = new_secret()  # before the actor system: its processes fork with it
+    system = start_actor_system(host, port, log_file, secret=secret, max_bytes=max_message_bytes(conf))
     from rill.runtime.cluster.dispatcher import DispatcherActor  # noqa: PLC0415
     from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
-    secret = new_secret()
     try:
         rm = system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
         _ask(system, rm, m.InitResourceManager(conf.get(ConfigOptions.HEARTBEAT_INTERVAL),
@@ -78,35 +80,42 @@ def start_cluster(task_executors: int, slots: int, port: Optional[int] = None, h
 
 
 def join_cluster(leader_host: str, leader_port: int, port: int, slots: int, resource_id: Optional[str] = None,
-                 host: str = "127.0.0.1", timeout_s: float = 60.0) -> ClusterInfo:
+                 host: str = "127.0.0.1", timeout_s: float = 60.0, *, secret: bytes,
+                 configuration: Optional[Configuration] = None) -> ClusterInfo:
     """Start a member actor system at ``host:port`` that joins the convention led by
     ``leader_host:leader_port``; the leader's ResourceManager creates a TaskExecutor with
     ``slots`` slots in it. Returns once it has registered.
 
-    :raises ClusterNotRunningError: when no leader answers.
+    :param secret: the leader's cluster secret (``rill cluster join --secret-file``): the
+        member signs with it, and the leader refuses a member without it.
+    :raises ClusterNotRunningError: when no leader answers (also when it refuses ``secret``:
+        it then sends nothing back).
+    :raises ClusterSecretError: for a missing secret.
     """
-    leader = read_cluster_info(leader_port)
+    if not secret:
+        raise ClusterSecretError("Joining a cluster needs its secret (rill cluster join --secret-file FILE)")
     from rill.runtime.cluster.actor_system import connect  # noqa: PLC0415
     from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
-    leader_system = connect(leader_host, leader_port)
+    max_bytes = max_message_bytes(load_configuration(configuration))
+    leader_system = connect(leader_host, leader_port, secret=secret)
     rm = leader_system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
     resource_id = resource_id or f"taskexecutor-{host}-{port}"
     log_file = str(run_dir() / f"cluster-{port}.log")
     start_actor_system(host, port, log_file, {
         "Convention Address.IPv4": (leader_host, leader_port),
         "rill.task_executor": resource_id, "rill.slots": slots, "rill.host": host,
-    })
+    }, secret=secret, max_bytes=max_bytes)
     deadline = time.monotonic() + timeout_s
     while True:
         overview = _ask(leader_system, rm, m.RequestClusterOverview())
         if any(te[0] == resource_id for te in overview.task_executors):
             break
         if time.monotonic() > deadline:
-            shutdown_actor_system(host, port, admin_pid(host, port))
+            shutdown_actor_system(host, port, admin_pid(host, port), secret=secret)
             raise RuntimeError(f"TaskExecutor {resource_id} at {host}:{port} did not register with the cluster at "
                                f"{leader_host}:{leader_port} within {timeout_s} s")
         time.sleep(0.1)
-    info = ClusterInfo(host, port, leader.secret_hex if leader else "", admin_pid(host, port) or 0, log_file, 1, slots)
+    info = ClusterInfo(host, port, secret.hex(), admin_pid(host, port) or 0, log_file, 1, slots)
     write_cluster_info(info)
     return info
 
@@ -119,7 +128,8 @@ def stop_cluster(port: int, host: Optional[str] = None) -> bool:
     info = read_cluster_info(port)
     host = host or (info.host if info else "127.0.0.1")
     stop_endpoint(port)
-    found = shutdown_actor_system(host, port, info.admin_pid if info and info.admin_pid else admin_pid(host, port))
+    found = shutdown_actor_system(host, port, info.admin_pid if info and info.admin_pid else admin_pid(host, port),
+                                  secret=info.secret if info and info.secret_hex else None)
     remove_cluster_info(port)
     return found
 

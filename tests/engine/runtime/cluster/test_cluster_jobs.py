@@ -24,6 +24,7 @@ from rill.runtime.errors import JobCancellationException, JobExecutionException
 def cluster_env(cluster, parallelism=2, **options) -> StreamExecutionEnvironment:
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
     for key, value in options.items():
         conf.set_string(key, value)
     env = StreamExecutionEnvironment.get_execution_environment(conf)
@@ -69,6 +70,7 @@ def test_per_key_order_survives_the_network(cluster):
 
 def test_execution_target_from_the_environment_variable(cluster, monkeypatch):
     monkeypatch.setenv("RILL_EXECUTION_TARGET", cluster.address)
+    monkeypatch.setenv("RILL_SECURITY_CLUSTER_SECRET_FILE", str(cluster.secret_file))
     env = StreamExecutionEnvironment.get_execution_environment()
     client = env.from_collection([1, 2, 3]).map(lambda x: x * 10).execute_and_collect()
     assert sorted(client) == [10, 20, 30]
