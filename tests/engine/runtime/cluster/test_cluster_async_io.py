@@ -21,6 +21,7 @@ from rill.operators.factory import OperatorSerializationError
 def cluster_env(cluster, parallelism) -> StreamExecutionEnvironment:
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(parallelism)
     return env

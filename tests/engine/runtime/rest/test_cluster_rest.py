@@ -44,6 +44,7 @@ def test_cluster_job_through_the_rest_endpoint_process(cluster, cluster_rest):
     http, proc = cluster_rest
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
     conf.set_string("taskmanager.network.records-per-buffer", "32")
     conf.set_string("rill.source.batch-size", "32")
     env = StreamExecutionEnvironment.get_execution_environment(conf)
