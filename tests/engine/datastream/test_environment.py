@@ -11,7 +11,7 @@ import pytest
 from rill.common import Configuration, JobExecutionResult, JobStatus
 from rill.datastream import StreamExecutionEnvironment
 
-from _ds_helpers import collect, run
+from _ds_helpers import collect, run, wait_until
 
 
 # -- settings --------------------------------------------------------------------------------
@@ -176,6 +176,8 @@ def test_job_status_running_then_finished(env):
     env.from_sequence(1, 150).map(slow).add_sink(lambda v: None)
     client = env.execute_async("status")
     assert client.get_job_status() in (JobStatus.CREATED, JobStatus.RUNNING)
+    # CREATED until the job's first report (a cluster client), then RUNNING for >= 0.3 s
+    assert wait_until(lambda: client.get_job_status() is JobStatus.RUNNING or client.is_done(), 30.0)
     seen_running = client.get_job_status() is JobStatus.RUNNING
     client.get_job_execution_result().result(timeout=30)
     assert seen_running
@@ -209,11 +211,11 @@ def test_get_execution_plan_is_flinks_json(env):
     ]}
 
 
-def test_get_execution_plan_does_not_consume_the_program(env, capsys):
+def test_get_execution_plan_does_not_consume_the_program(env, printed):
     env.from_collection([1, 2]).print()
     env.get_execution_plan()
     run(env)
-    assert capsys.readouterr().out == "1\n2\n"
+    assert printed() == "1\n2\n"
 
 
 def test_job_graph_vertices_sorted_topologically(env):

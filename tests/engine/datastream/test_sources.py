@@ -9,7 +9,7 @@ from typing import List
 
 import pytest
 
-from _ds_helpers import EndlessSource, assert_threads_gone, collect, run, task_names
+from _ds_helpers import EndlessSource, assert_threads_gone, collect, run, task_names, wait_until
 from rill.common import JobStatus
 from rill.datastream import RuntimeContext, MapFunction
 from rill.datastream.connectors import FileSource, Source, SourceReader, SourceSplit, StreamFormat
@@ -135,8 +135,7 @@ def test_unbounded_source_is_cancelled_by_the_job_client(env):
     env.set_parallelism(2)
     env.from_source(EndlessSource(), source_name="Endless").map(lambda x: x + 1).add_sink(lambda v: None)
     client = env.execute_async("endless")
-    time.sleep(0.3)
-    assert client.get_job_status() is JobStatus.RUNNING
+    assert wait_until(lambda: client.get_job_status() is JobStatus.RUNNING, 30.0)
     assert not client.is_done()
     names = task_names(client)
     assert names == ["Source: Endless -> Map -> Sink: Unnamed"]
@@ -153,11 +152,11 @@ def test_cancelled_job_stops_emitting(env):
     env.from_source(EndlessSource(), source_name="Endless2").map(lambda x: x).disable_chaining() \
         .add_sink(lambda v: None)
     client = env.execute_async("endless 2")
-    time.sleep(0.2)
+    assert wait_until(lambda: (ms := client.get_metrics()) and ms[0].num_records_out > 0, 30.0)
     client.cancel().result(timeout=5)
     counts = [(m.task_name, m.num_records_out, m.num_records_in) for m in client.get_metrics()]
     assert counts[0][1] > 0
-    time.sleep(0.2)
+    time.sleep(0.2)  # not synchronization: a window in which a task still emitting would show
     assert [(m.task_name, m.num_records_out, m.num_records_in) for m in client.get_metrics()] == counts
 
 
