@@ -231,11 +231,11 @@ def env(execution_mode):
 
 @pytest.fixture
 def printed(execution_mode, capfd, request):
-    """``printed()`` returns what the test's jobs wrote to standard output so far (and not
-    returned by an earlier call): the process's stdout in the embedded mode; in the cluster
-    mode, what was appended to the cluster's ``.out`` file in its run directory, where the
-    README says the ``print()`` output of cluster tasks goes (tests run one at a time, so the
-    new text is this test's)."""
+    """``printed()`` returns what the test and its jobs wrote to standard output so far (and
+    not returned by an earlier call): the process's stdout in the embedded mode; in the cluster
+    mode, the process's own stdout followed by what was appended to the cluster's ``.out`` file
+    in its run directory, where the README says the ``print()`` output of cluster tasks goes
+    (tests run one at a time, so the new text is this test's)."""
     if execution_mode == "embedded":
         return lambda: capfd.readouterr().out
     out_file = request.getfixturevalue("shared_cluster").out_file
@@ -246,7 +246,7 @@ def printed(execution_mode, capfd, request):
             f.seek(offset[0])
             data = f.read()
         offset[0] += len(data)
-        return data.decode()
+        return capfd.readouterr().out + data.decode()
     return read
 
 
