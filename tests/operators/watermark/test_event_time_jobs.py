@@ -24,8 +24,9 @@ import pytest
 from rill.common import Duration, WatermarkStrategy
 from rill.datastream import KeyedProcessFunction, StreamExecutionEnvironment
 from rill.datastream.connectors import CollectSink, Source, SourceReader, SourceSplit
+from rill.operators.watermark import WatermarkGenerator
 from rill.runtime.errors import JobExecutionException
-from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.runtime.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 
 JOB_TIMEOUT_S = 30.0
 GATE_TIMEOUT_S = 20.0
@@ -50,6 +51,16 @@ class FileGate:
                 return False
             time.sleep(0.005)
         return True
+
+
+class AllGates:
+    """Open once every one of ``gates`` is open."""
+
+    def __init__(self, gates):
+        self.gates = list(gates)
+
+    def is_set(self) -> bool:
+        return all(g.is_set() for g in self.gates)
 
 
 #: the running test's gate directory (set by ``fresh_gates``); jobs carry their gates' paths
@@ -108,14 +119,15 @@ class _PhasedReader(SourceReader):
 
 class PhasedSource(Source):
     """Yields ``phases[i]`` as one batch, then waits until gate ``gates[i]`` opens (``None``:
-    no wait); ends after the last phase and its gate."""
+    no wait; a tuple of names: all of them); ends after the last phase and its gate."""
 
     non_parallel = True
 
     def __init__(self, phases: List[list], gates: List[Optional[str]]):
         assert len(phases) == len(gates)
         self.phases = phases
-        self.gates = [None if name is None else gate(name) for name in gates]
+        self.gates = [None if name is None else AllGates(map(gate, name)) if isinstance(name, tuple)
+                      else gate(name) for name in gates]
 
     def create_splits(self, parallelism: int):
         return [_OneSplit()]
@@ -248,10 +260,34 @@ def test_watermarks_reach_every_parallel_downstream_subtask(env):
 
 # -- idleness in a union -------------------------------------------------------------------------
 
-def _union_job(env, idle_side_strategy):
+class FlaggingMonotonous(WatermarkGenerator):
+    """The generator of ``for_monotonous_timestamps`` (``max - 1``, periodically) that opens
+    gate ``name`` once it has emitted a watermark of at least ``at``."""
+
+    def __init__(self, name: str, at: int):
+        self.gate, self.at = gate(name), at
+        self.max = None
+
+    def on_event(self, event, event_timestamp, output):
+        self.max = event_timestamp if self.max is None else max(self.max, event_timestamp)
+
+    def on_periodic_emit(self, output):
+        if self.max is not None:
+            output.emit_watermark(Watermark(self.max - 1))
+            if self.max - 1 >= self.at:
+                self.gate.set()
+
+
+def flagging(name: str, at: int) -> WatermarkStrategy:
+    return WatermarkStrategy.for_generator(lambda: FlaggingMonotonous(name, at)) \
+        .with_timestamp_assigner(by_second_field)
+
+
+def _union_job(env, idle_side_strategy, active=None, phases_a=None, gates_a=("release",)):
     env = new_env(env)
-    active = (WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(by_second_field))
-    side_a = env.from_source(PhasedSource([[("a", 1000), ("a", 2000), ("a", 3000)]], ["release"]), active, "A")
+    active = active or WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(by_second_field)
+    phases_a = phases_a or [[("a", 1000), ("a", 2000), ("a", 3000)]]
+    side_a = env.from_source(PhasedSource(phases_a, list(gates_a)), active, "A")
     side_b = env.from_source(PhasedSource([[("b", 500)]], ["release"]), None, "B") \
         .assign_timestamps_and_watermarks(idle_side_strategy)
     sink = CollectSink()
@@ -282,21 +318,28 @@ def test_idle_side_of_a_union_does_not_hold_the_watermark_back(env):
 
 
 def test_without_idleness_the_quiet_side_of_a_union_holds_the_watermark_back(env):
-    strategy = WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(by_second_field)
-    env, sink = _union_job(env, strategy)
+    # A emits its watermark 2999 and B its 499 (each opens a gate), then A sends one more
+    # element: in band behind A's watermark, it reaches the operator when 2999 would have, so
+    # the watermark recorded with it is the union's, held back to B's 499 (no timer before it)
+    env, sink = _union_job(env, flagging("B-499", 499), active=flagging("A-2999", 2999),
+                           phases_a=[[("a", 1000), ("a", 2000), ("a", 3000)], [("a", 3001)]],
+                           gates_a=(("A-2999", "B-499"), "release"))
     try:
         client = env.execute_async("quiet union")
         try:
-            assert wait_for(lambda: len([r for r in sink.get_results() if r[0] == "element"]) == 4)
-            time.sleep(0.3)   # 30 auto-watermark intervals: were B left out, timers would fire now
-            assert [r for r in sink.get_results() if r[0] == "timer"] == []
+            assert wait_for(lambda: any(r[:3] == ("element", "a", 3001) for r in sink.get_results()))
+            results = sink.get_results()
+            upto = results[:results.index(next(r for r in results if r[:3] == ("element", "a", 3001))) + 1]
+            assert upto[-1] == ("element", "a", 3001, 499)
+            assert [r for r in upto if r[0] == "timer"] == []
         finally:
             gate("release").set()
         finish(client)
         timers = [r for r in sink.get_results() if r[0] == "timer"]
-        # the sides end in either order: when B ends first, A's 2999 is the watermark until A ends
-        assert [r[2] for r in timers] == [1000, 1500, 2500, 3500]
-        assert {r[3] for r in timers[:3]} in ({2999}, {MAX}) and timers[3][3] == MAX
+        # the sides end in either order: when B ends first, A's latest watermark (2999, or 3000
+        # once it emitted one after 3001) holds until A ends; the first three fire together
+        assert [r[2] for r in timers] == [1000, 1500, 2500, 3500, 3501]
+        assert {r[3] for r in timers[:3]} in ({2999}, {3000}, {MAX}) and timers[3][3] == timers[4][3] == MAX
     finally:
         sink.close()
 
