@@ -154,6 +154,7 @@ def test_cancelled_job_stops_emitting(env):
     client = env.execute_async("endless 2")
     assert wait_until(lambda: (ms := client.get_metrics()) and ms[0].num_records_out > 0, 30.0)
     client.cancel().result(timeout=5)
+    assert client.get_job_status() is JobStatus.CANCELED
     counts = [(m.task_name, m.num_records_out, m.num_records_in) for m in client.get_metrics()]
     assert counts[0][1] > 0
     time.sleep(0.2)  # not synchronization: a window in which a task still emitting would show

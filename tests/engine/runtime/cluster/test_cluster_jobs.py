@@ -152,9 +152,14 @@ def test_a_cancelled_keyed_job_ends_canceled_even_when_consumers_see_their_produ
             .add_sink(lambda v: None))
         client = env.execute_async("keyed cancel")
         deadline = time.monotonic() + 20
-        while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        # records in flight: every Map subtask has received some (metrics arrive every 200 ms)
+        def flowing():
+            ins = [m.num_records_in for m in client.get_metrics() if m.task_name.startswith("Map")]
+            return len(ins) == 4 and min(ins) > 0
+
+        while not flowing() and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.3)  # records in flight on every channel
+        assert flowing(), client.get_metrics()
         client.cancel()
         with pytest.raises(JobCancellationException):
             client.get_job_execution_result().result(30)
