@@ -109,17 +109,18 @@ class LocalCluster:
                 pids[parts[0]] = int(parts[parts.index("pid") + 1])
         return pids
 
-    def task_processes(self) -> set:
-        """Live processes under the TaskExecutors (one per deployed task)."""
+    def task_processes(self, task_executor_pids=None) -> set:
+        """Live processes under the TaskExecutors (one per deployed task); ``task_executor_pids``
+        saves asking the cluster for them (a CLI call) when they are known."""
         out = set()
-        for pid in self.task_executor_pids().values():
+        for pid in task_executor_pids or self.task_executor_pids().values():
             out |= {p for p in _descendants(pid) if _alive(p)}
         return out
 
-    def wait_no_task_processes(self, timeout_s: float = 15.0) -> None:
+    def wait_no_task_processes(self, timeout_s: float = 15.0, task_executor_pids=None) -> None:
         """Every task process of finished jobs exits (nothing is left after a job)."""
         deadline = time.monotonic() + timeout_s
-        while (left := self.task_processes()) and time.monotonic() < deadline:
+        while (left := self.task_processes(task_executor_pids)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not left, f"task processes left after the job ended: {sorted(left)}"
 
@@ -201,6 +202,7 @@ def shared_cluster(tmp_path_factory):
     with a check that none of its processes is left."""
     c = LocalCluster(tmp_path_factory.mktemp("shared-cluster"), SHARED_TASK_EXECUTORS, SHARED_SLOTS)
     c.start()
+    c.shared_task_executor_pids = list(c.task_executor_pids().values())
     try:
         yield c
     finally:
@@ -211,12 +213,17 @@ def shared_cluster(tmp_path_factory):
 def execution_mode(request, monkeypatch) -> str:
     """``embedded`` or ``cluster``. For ``cluster``, every environment the test creates
     submits to the shared cluster: ``RILL_EXECUTION_TARGET`` names it (``cluster://host:port``,
-    read when an environment is created) and ``RILL_RUN_DIR`` is its run directory."""
-    if request.param == "cluster":
-        c = request.getfixturevalue("shared_cluster")
-        monkeypatch.setenv("RILL_RUN_DIR", str(c.run_dir))
-        monkeypatch.setenv("RILL_EXECUTION_TARGET", c.address)
-    return request.param
+    read when an environment is created) and ``RILL_RUN_DIR`` is its run directory; after the
+    test, every task process its jobs started must have exited."""
+    if request.param != "cluster":
+        yield request.param
+        return
+    c = request.getfixturevalue("shared_cluster")
+    monkeypatch.setenv("RILL_RUN_DIR", str(c.run_dir))
+    monkeypatch.setenv("RILL_EXECUTION_TARGET", c.address)
+    yield request.param
+    # nothing a test's jobs started may outlive it (a cancelled or failed job included)
+    c.wait_no_task_processes(task_executor_pids=c.shared_task_executor_pids)
 
 
 @pytest.fixture
