@@ -170,7 +170,9 @@ class MailboxProcessor:
         self._cancelled = False
         self._running = False
         # Counters, written on the task thread, read anywhere.
-        self._idle_time_ns = 0
+        # (ns of finished idle waits, monotonic start of the wait in progress or 0), replaced
+        # as one object so that another thread reads a consistent pair without a lock
+        self._idle = (0, 0)
         self._mails_processed = 0
         self._default_action_calls = 0
 
@@ -183,16 +185,20 @@ class MailboxProcessor:
 
     @property
     def idle_time_ns(self) -> int:
-        """Monotonic ns spent blocked in ``take()`` while suspended (any thread).
+        """Monotonic ns spent blocked in ``take()`` while suspended, including the time so far
+        of a wait still in progress (any thread).
 
-        Flink derives the ``idleTimeMsPerSecond`` metric from this counter.
+        Flink derives the ``idleTimeMsPerSecond`` metric from this counter; like Flink's
+        ``TimerGauge`` it counts the ongoing wait, so a task waiting for input for seconds
+        reports itself idle during them, not busy until the wait ends.
         """
-        return self._idle_time_ns
+        done_ns, since_ns = self._idle
+        return done_ns + (time.monotonic_ns() - since_ns if since_ns else 0)
 
     def statistics(self) -> MailboxProcessorStatistics:
         """A snapshot of the loop's counters (any thread)."""
         return MailboxProcessorStatistics(
-            idle_time_ns=self._idle_time_ns,
+            idle_time_ns=self.idle_time_ns,
             mails_processed=self._mails_processed,
             default_action_calls=self._default_action_calls,
         )
@@ -307,10 +313,11 @@ class MailboxProcessor:
             mail = mailbox.try_take()
             if mail is None:
                 start_ns = time.monotonic_ns()
+                self._idle = (self._idle[0], start_ns)
                 try:
                     mail = mailbox.take()
                 finally:
-                    self._idle_time_ns += time.monotonic_ns() - start_ns
+                    self._idle = (self._idle[0] + time.monotonic_ns() - start_ns, 0)
             self._mails_processed += 1
             mail.run()  # type: ignore[union-attr]  # take() without timeout never returns None
 
