@@ -188,6 +188,25 @@ def test_sink_to_collect_sink(env):
     assert [v for v in results if v % 2 == 0] == [-x for x in range(0, 1000, 2)]
 
 
+def test_regression_collect_sinks_and_execute_and_collect_in_one_job(env):
+    """On a cluster only ``execute_and_collect``'s channel was served: a ``sink_to(CollectSink())``
+    subtask in a task process found no channel and failed the job. Two collecting sinks of
+    different parallelism and the job's own collect, all in one job."""
+    env.set_parallelism(2)
+    evens, odds = CollectSink(), CollectSink()
+    numbers = env.from_source(PerSubtaskSequence(100), source_name="n")
+    numbers.filter(lambda x: x % 2 == 0).sink_to(evens)
+    numbers.filter(lambda x: x % 2 == 1).map(lambda x: -x).set_parallelism(1).sink_to(odds)
+    try:
+        squares = sorted(numbers.map(lambda x: x * x).execute_and_collect())
+        assert squares == sorted(x * x for x in range(100))
+        assert sorted(evens.get_results()) == list(range(0, 100, 2))
+        assert sorted(odds.get_results()) == sorted(-x for x in range(1, 100, 2))
+    finally:
+        evens.close()
+        odds.close()
+
+
 def test_sink_to_rejects_other_objects(env):
     with pytest.raises(TypeError, match="FileSink or CollectSink"):
         env.from_collection([1]).sink_to(object())
