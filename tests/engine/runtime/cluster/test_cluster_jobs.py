@@ -336,3 +336,23 @@ def test_an_invalid_per_job_network_setting_fails_the_job_at_once(cluster):
     word_count(env, LINES).print()
     with pytest.raises(JobExecutionException, match="invalid network configuration: NettyConfig.segment_size_bytes"):
         env.execute("segments too small")
+
+
+def test_regression_a_job_cancelled_during_deployment_leaves_no_task_process(cluster):
+    """A job cancelled while its task processes were still starting ended CANCELED at once, and
+    the JobMaster released only the tasks whose process had reported ready: the others started
+    afterwards, reported to a JobMaster that was gone and ran on for good. 5 rounds."""
+    task_executors = list(cluster.task_executor_pids().values())
+    for _ in range(5):
+        env = cluster_env(cluster, parallelism=4)
+        env.from_sequence(0, 10**9).map(lambda v: v + 1).add_sink(lambda v: None)
+        client = env.execute_async("cancelled during deployment")
+        deadline = time.monotonic() + 30
+        # the first task process has forked: the others are starting, none has reported ready
+        while not cluster.task_processes(task_executors) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        client.cancel()
+        with pytest.raises(JobCancellationException):
+            client.get_job_execution_result().result(30)
+        assert client.get_job_status() is JobStatus.CANCELED
+        cluster.wait_no_task_processes()
