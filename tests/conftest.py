@@ -210,7 +210,7 @@ def shared_cluster(tmp_path_factory):
 
 
 @pytest.fixture(params=EXECUTION_MODES)
-def execution_mode(request, monkeypatch) -> str:
+def execution_mode(request, monkeypatch):
     """``embedded`` or ``cluster``. For ``cluster``, every environment the test creates
     submits to the shared cluster: ``RILL_EXECUTION_TARGET`` names it (``cluster://host:port``,
     read when an environment is created) and ``RILL_RUN_DIR`` is its run directory; after the
@@ -230,7 +230,8 @@ def execution_mode(request, monkeypatch) -> str:
 def env(execution_mode):
     """A fresh environment with parallelism 1, in each execution mode (ids ``embedded`` and
     ``cluster``): the same job must give the same result in both."""
-    from rill.datastream import StreamExecutionEnvironment  # noqa: PLC0415 - the fixture is optional
+    # imported here: this conftest loads for every test, most of which never build a job
+    from rill.datastream import StreamExecutionEnvironment  # noqa: PLC0415
     e = StreamExecutionEnvironment.get_execution_environment()
     e.set_parallelism(1)
     return e
