@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Optional
 
 from .mail import Mail, MailPriority
 from .mailbox_executor import MailboxExecutor
@@ -170,9 +170,8 @@ class MailboxProcessor:
         self._cancelled = False
         self._running = False
         # Counters, written on the task thread, read anywhere.
-        # (ns of finished idle waits, monotonic start of the wait in progress or 0), replaced
-        # as one object so that another thread reads a consistent pair without a lock
-        self._idle = (0, 0)
+        self._idle_time_ns = 0
+        self._idle_start_ns: Optional[int] = None  # set while blocked in take()
         self._mails_processed = 0
         self._default_action_calls = 0
 
@@ -185,20 +184,22 @@ class MailboxProcessor:
 
     @property
     def idle_time_ns(self) -> int:
-        """Monotonic ns spent blocked in ``take()`` while suspended, including the time so far
-        of a wait still in progress (any thread).
+        """Monotonic ns spent blocked in ``take()`` while suspended (any thread).
 
-        Flink derives the ``idleTimeMsPerSecond`` metric from this counter; like Flink's
-        ``TimerGauge`` it counts the ongoing wait, so a task waiting for input for seconds
-        reports itself idle during them, not busy until the wait ends.
+        Flink derives the ``idleTimeMsPerSecond`` metric from this counter.
         """
-        done_ns, since_ns = self._idle
-        return done_ns + (time.monotonic_ns() - since_ns if since_ns else 0)
+        # Includes the wait in progress, as Flink's TimerGauge does: a task blocked since long
+        # (no input at all) reads as idle now, not when it next wakes. The total is read before
+        # the start: if the wait ends in between, this undercounts once instead of counting the
+        # wait twice.
+        total = self._idle_time_ns
+        start = self._idle_start_ns
+        return total + (time.monotonic_ns() - start if start is not None else 0)
 
     def statistics(self) -> MailboxProcessorStatistics:
         """A snapshot of the loop's counters (any thread)."""
         return MailboxProcessorStatistics(
-            idle_time_ns=self.idle_time_ns,
+            idle_time_ns=self._idle_time_ns,
             mails_processed=self._mails_processed,
             default_action_calls=self._default_action_calls,
         )
@@ -312,12 +313,12 @@ class MailboxProcessor:
         ):
             mail = mailbox.try_take()
             if mail is None:
-                start_ns = time.monotonic_ns()
-                self._idle = (self._idle[0], start_ns)
+                start_ns = self._idle_start_ns = time.monotonic_ns()
                 try:
                     mail = mailbox.take()
                 finally:
-                    self._idle = (self._idle[0] + time.monotonic_ns() - start_ns, 0)
+                    self._idle_start_ns = None
+                    self._idle_time_ns += time.monotonic_ns() - start_ns
             self._mails_processed += 1
             mail.run()  # type: ignore[union-attr]  # take() without timeout never returns None
 
