@@ -63,6 +63,11 @@ class LocalCluster:
         self.members: list = []
 
     @property
+    def out_file(self) -> Path:
+        """The cluster processes' stdout and stderr (``print()`` of its tasks)."""
+        return self.run_dir / f"cluster-{self.port}.out"
+
+    @property
     def address(self) -> str:
         return f"cluster://127.0.0.1:{self.port}"
 
@@ -110,17 +115,18 @@ class LocalCluster:
                 pids[parts[0]] = int(parts[parts.index("pid") + 1])
         return pids
 
-    def task_processes(self) -> set:
-        """Live processes under the TaskExecutors (one per deployed task)."""
+    def task_processes(self, task_executor_pids=None) -> set:
+        """Live processes under the TaskExecutors (one per deployed task); ``task_executor_pids``
+        saves asking the cluster for them (a CLI call) when they are known."""
         out = set()
-        for pid in self.task_executor_pids().values():
+        for pid in task_executor_pids or self.task_executor_pids().values():
             out |= {p for p in _descendants(pid) if _alive(p)}
         return out
 
-    def wait_no_task_processes(self, timeout_s: float = 15.0) -> None:
+    def wait_no_task_processes(self, timeout_s: float = 15.0, task_executor_pids=None) -> None:
         """Every task process of finished jobs exits (nothing is left after a job)."""
         deadline = time.monotonic() + timeout_s
-        while (left := self.task_processes()) and time.monotonic() < deadline:
+        while (left := self.task_processes(task_executor_pids)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not left, f"task processes left after the job ended: {sorted(left)}"
 
@@ -161,12 +167,104 @@ def local_cluster(tmp_path):
         c.stop()
 
 
+#: The shared cluster of the two-mode ``env`` fixture: 2 TaskExecutors x 4 slots. Slot sharing
+#: puts subtask i of every vertex of a group in slot i, so a job needs as many slots as its
+#: largest parallelism per slot sharing group (the tests use up to 4, plus a second group).
+SHARED_TASK_EXECUTORS, SHARED_SLOTS = 2, 4
+
+EXECUTION_MODES = ("embedded", "cluster")
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "embedded_only(reason): the test inspects in-process objects of the job, so it runs "
+                   "only in the embedded mode of the ``env`` fixture (the reason says which)")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``embedded_only`` keep only their ``embedded`` instance: the cluster instance
+    is deselected (not skipped: it is not a test that could run)."""
+    keep, drop = [], []
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        if (callspec is not None and callspec.params.get("execution_mode") == "cluster"
+                and item.get_closest_marker("embedded_only") is not None):
+            drop.append(item)
+        else:
+            keep.append(item)
+    for item in keep:
+        marker = item.get_closest_marker("embedded_only")
+        if marker is not None and not (marker.args or marker.kwargs.get("reason")):
+            raise pytest.UsageError(f"{item.nodeid}: embedded_only needs a one-line reason")
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
-def cluster(tmp_path_factory):
-    """One cluster of 2 TaskExecutors × 2 slots for the session's cluster tests."""
-    c = LocalCluster(tmp_path_factory.mktemp("cluster"), 2, 2)
+def shared_cluster(tmp_path_factory):
+    """The cluster every ``cluster`` instance of the ``env`` fixture runs its jobs on: started
+    once, on first use (an embedded-only run starts none), stopped at the end of the session
+    with a check that none of its processes is left."""
+    c = LocalCluster(tmp_path_factory.mktemp("shared-cluster"), SHARED_TASK_EXECUTORS, SHARED_SLOTS)
     c.start()
+    c.shared_task_executor_pids = list(c.task_executor_pids().values())
     try:
         yield c
     finally:
         c.stop()
+
+
+@pytest.fixture(params=EXECUTION_MODES)
+def execution_mode(request, monkeypatch):
+    """``embedded`` or ``cluster``. For ``cluster``, every environment the test creates
+    submits to the shared cluster: ``RILL_EXECUTION_TARGET`` names it (``cluster://host:port``,
+    read when an environment is created) and ``RILL_RUN_DIR`` is its run directory; after the
+    test, every task process its jobs started must have exited."""
+    if request.param != "cluster":
+        yield request.param
+        return
+    c = request.getfixturevalue("shared_cluster")
+    monkeypatch.setenv("RILL_RUN_DIR", str(c.run_dir))
+    monkeypatch.setenv("RILL_EXECUTION_TARGET", c.address)
+    yield request.param
+    # nothing a test's jobs started may outlive it (a cancelled or failed job included)
+    c.wait_no_task_processes(task_executor_pids=c.shared_task_executor_pids)
+
+
+@pytest.fixture
+def env(execution_mode):
+    """A fresh environment with parallelism 1, in each execution mode (ids ``embedded`` and
+    ``cluster``): the same job must give the same result in both."""
+    # imported here: this conftest loads for every test, most of which never build a job
+    from rill.datastream import StreamExecutionEnvironment  # noqa: PLC0415
+    e = StreamExecutionEnvironment.get_execution_environment()
+    e.set_parallelism(1)
+    return e
+
+
+@pytest.fixture
+def printed(execution_mode, capfd, request):
+    """``printed()`` returns what the test and its jobs wrote to standard output so far (and
+    not returned by an earlier call): the process's stdout in the embedded mode; in the cluster
+    mode, the process's own stdout followed by what was appended to the cluster's ``.out`` file
+    in its run directory, where the README says the ``print()`` output of cluster tasks goes
+    (tests run one at a time, so the new text is this test's)."""
+    if execution_mode == "embedded":
+        return lambda: capfd.readouterr().out
+    out_file = request.getfixturevalue("shared_cluster").out_file
+    offset = [out_file.stat().st_size]
+
+    def read() -> str:
+        with open(out_file, "rb") as f:
+            f.seek(offset[0])
+            data = f.read()
+        offset[0] += len(data)
+        return capfd.readouterr().out + data.decode()
+    return read
+
+
+@pytest.fixture(scope="session")
+def cluster(shared_cluster):
+    """The session's shared cluster, for tests that drive it directly (CLI, status, cancel)."""
+    return shared_cluster

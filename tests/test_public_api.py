@@ -41,4 +41,10 @@ def test_pyflink_module_names_exist():
                  "rill.datastream.connectors.file_system", "rill.datastream.connectors.number_seq",
                  "rill.common", "rill.common.typeinfo", "rill.common.serialization",
                  "rill.common.watermark_strategy", "rill.common.time"]:
-        importlib.import_module(name)
+        module = importlib.import_module(name)
+        # a PyFlink module path is a package or module of its own name, with a public surface
+        assert module.__name__ == name
+        assert module.__doc__ and module.__doc__.strip(), f"{name} has no docstring"
+        exported = getattr(module, "__all__", None)
+        assert exported, f"{name} exports nothing (no __all__)"
+        assert [n for n in exported if not hasattr(module, n)] == [], name

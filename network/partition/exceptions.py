@@ -19,6 +19,20 @@ class PartitionError(RuntimeError):
         super().__init__(message)
         self.partition_id = partition_id
 
+    def __reduce__(self):
+        # BaseException pickles ``args`` only, which does not fit these constructors: without
+        # this a partition error raised in a cluster task process could not be loaded by the
+        # JobMaster and travelled as a RemoteTaskException (type and text only).
+        return _rebuild, (type(self), self.args, self.__dict__)
+
+
+def _rebuild(cls, args, state):
+    """Unpickle a :class:`PartitionError` without calling its ``__init__``."""
+    error = cls.__new__(cls)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class PartitionNotFoundError(PartitionError):
     """No partition with this id is registered in the ResultPartitionManager (Flink's

@@ -45,6 +45,12 @@ class KeySelectionError(TypeError):
         self.value = value
         self.key = key
 
+    def __reduce__(self):
+        # BaseException pickles only ``args`` (the message): without this a KeySelectionError
+        # raised in a cluster task process could not be loaded by the client, which then got
+        # a RemoteTaskException instead of the TypeError the embedded mode raises.
+        return type(self), (self.args[0] if self.args else "", self.value, self.key), self.__dict__
+
 
 class KeyGroupStreamPartitioner(StreamPartitioner):
     """Channel of a record = ``compute_operator_index_for_key_group(max_parallelism, n,

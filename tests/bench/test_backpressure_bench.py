@@ -81,7 +81,9 @@ def test_the_job_level_part_runs_end_to_end_on_a_cluster(tmp_path):
         subtasks = r["summary"]["subtasks"]
         assert all(subtasks[label] is not None for label in LABELS), name
         assert r["summary"]["total_B_per_s"] > 0, name
-        assert r["run"]["final_status"] in ("CANCELED", "FAILED"), name  # cancelled at the window's end
+        # cancelled at the window's end: a cancelled job ends CANCELED, even when a consumer
+        # fails on its cancelled producer's partition meanwhile (the JobMaster's rule)
+        assert r["run"]["final_status"] == "CANCELED", (name, r["run"].get("end_error"))
     assert runs["baseline"]["run"]["slow_rate"] is None
     assert runs["credit"]["run"]["slow_rate"] == runs["no-credit"]["run"]["slow_rate"] > 0
     assert (tmp_path / "backpressure.png").stat().st_size > 10_000

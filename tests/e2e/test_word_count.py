@@ -1,5 +1,5 @@
-"""End to end: WordCount over real text (the repository's own sources), embedded with a file
-sink and through ``rill run`` with the print sink, at parallelism 1 and 2.
+"""End to end: WordCount over real text (the repository's own sources) with a file sink in both
+execution modes, and through ``rill run`` with the print sink, at parallelism 1 and 2.
 
 The job emits a rolling count per word: for every word the emitted counts must be exactly
 1, 2, ..., n in order (each once), and n must equal ``collections.Counter`` over the same
@@ -90,7 +90,7 @@ def _parse_record(text: str) -> Tuple[str, int]:
 
 @pytest.mark.parametrize("corpus, parallelism",
                          [("small_text", 1), ("small_text", 2), ("big_text", 1)])
-def test_file_output(tmp_path, request, corpus, parallelism):
+def test_file_output(execution_mode, tmp_path, request, corpus, parallelism):
     path: Path = request.getfixturevalue(corpus)
     out = tmp_path / "word_count"
     env = StreamExecutionEnvironment.get_execution_environment()

@@ -6,6 +6,8 @@ import sys
 import textwrap
 
 
+# Embedded only: the bug was threads of one process sharing sys.stdout (cluster tasks are
+# processes, their lines go to the cluster's .out file: tests/conftest.py's ``printed``).
 def test_regression_parallel_print_subtasks_never_interleave_within_a_line(tmp_path):
     """Two print subtasks writing to the same piped stdout used to interleave mid-line
     (``('pyfl1> ('int', 795)``): TextIOWrapper.write is not atomic across threads."""

@@ -1,12 +1,15 @@
 """Key groups (state/key_groups.py): default max parallelism, operator ranges, stable hashing,
-pinned key groups and a property test of range/index consistency."""
+pinned key groups, key groups against Flink's MathUtils.murmurHash written here independently,
+and a property test of range/index consistency."""
 
 from __future__ import annotations
 
 import datetime
 import decimal
 import enum
+import struct
 
+import mmh3
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -107,8 +110,84 @@ PINNED = [
 @pytest.mark.parametrize(("key", "hash_", "kg128", "kg32768"), PINNED, ids=[repr(p[0]) for p in PINNED])
 def test_pinned_key_groups(key, hash_, kg128, kg32768):
     assert stable_key_hash(key) == hash_
+    # the pinned groups are Flink's formula applied to the pinned hash, not Rill's own output
+    assert (flink_murmur_hash(hash_) % 128, flink_murmur_hash(hash_) % 32768) == (kg128, kg32768)
     assert assign_to_key_group(key, 128) == kg128
     assert assign_to_key_group(key, 32768) == kg32768
+
+
+# -- Flink's formula, written here independently of state/key_groups.py -------------------------
+
+def _java_int(x: int) -> int:
+    """``x`` as a Java ``int`` (two's complement, 32 bits)."""
+    x &= 0xFFFFFFFF
+    return x - (1 << 32) if x & 0x80000000 else x
+
+
+def _rotate_left(x: int, distance: int) -> int:
+    """Java's ``Integer.rotateLeft``."""
+    u = x & 0xFFFFFFFF
+    return _java_int((u << distance) | (u >> (32 - distance)))
+
+
+def _unsigned_shift_right(x: int, distance: int) -> int:
+    """Java's ``>>>`` on an ``int``."""
+    return _java_int((x & 0xFFFFFFFF) >> distance)
+
+
+def flink_murmur_hash(code: int) -> int:
+    """``org.apache.flink.util.MathUtils.murmurHash(int)`` transcribed line by line, with Java's
+    int overflow: ``KeyGroupRangeAssignment.computeKeyGroupForKeyHash`` is
+    ``murmurHash(keyHash) % maxParallelism``."""
+    code = _java_int(code * 0xCC9E2D51)
+    code = _rotate_left(code, 15)
+    code = _java_int(code * 0x1B873593)
+    code = _rotate_left(code, 13)
+    code = _java_int(code * 5 + 0xE6546B64)
+    code ^= 4
+    # bitMix
+    code ^= _unsigned_shift_right(code, 16)
+    code = _java_int(code * 0x85EBCA6B)
+    code ^= _unsigned_shift_right(code, 13)
+    code = _java_int(code * 0xC2B2AE35)
+    code ^= _unsigned_shift_right(code, 16)
+    if code >= 0:
+        return code
+    if code != -(1 << 31):  # Integer.MIN_VALUE
+        return -code
+    return 0
+
+
+@given(st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1))
+def test_the_transcription_is_murmur3_x86_32_of_the_ints_four_bytes(code):
+    """Flink's murmurHash(int) is MurmurHash3_x86_32 (seed 0) of the int's 4 little-endian
+    bytes, then made non-negative: checked against the reference C implementation (mmh3)."""
+    reference = mmh3.hash(struct.pack("<i", code), 0)
+    expected = reference if reference >= 0 else (-reference if reference != -(1 << 31) else 0)
+    assert flink_murmur_hash(code) == expected
+
+
+@pytest.mark.parametrize("code", [0, 1, -1, 42, -(1 << 31), (1 << 31) - 1])
+def test_the_transcription_at_the_edges(code):
+    reference = mmh3.hash(struct.pack("<i", code), 0)
+    assert flink_murmur_hash(code) == (abs(reference) if reference != -(1 << 31) else 0)
+
+
+_KEYS = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(), st.text(), st.binary(),
+              st.floats(allow_nan=False)),
+    lambda inner: st.tuples(inner, inner), max_leaves=4)
+
+
+@settings(max_examples=300)
+@given(_KEYS, st.sampled_from([1, 2, 7, 128, 256, 1000, 32768]), st.integers(min_value=1, max_value=32768))
+def test_key_groups_and_owners_follow_flinks_formula(key, max_parallelism, parallelism):
+    parallelism = min(parallelism, max_parallelism)
+    key_group = flink_murmur_hash(stable_key_hash(key)) % max_parallelism
+    assert assign_to_key_group(key, max_parallelism) == key_group
+    # KeyGroupRangeAssignment.computeOperatorIndexForKeyGroup
+    assert assign_key_to_parallel_operator(key, max_parallelism, parallelism) == \
+        key_group * parallelism // max_parallelism
 
 
 def test_other_supported_keys_are_deterministic():

@@ -14,7 +14,9 @@ class CollectSink:
 
     ``ds.sink_to(sink)``; after ``env.execute()``, ``sink.get_results()`` returns every record
     received, in arrival order (per subtask in order; interleaving across subtasks is
-    arbitrary). Works in the embedded mode (the job runs in this process).
+    arbitrary). Works in both modes: on a cluster the sink subtasks send their records back to
+    this process (as ``execute_and_collect`` does), and the job's result arrives only after
+    every one of them has ended, so ``get_results()`` after ``execute()`` is complete.
     """
 
     def __init__(self):

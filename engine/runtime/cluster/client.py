@@ -112,35 +112,50 @@ class ClusterClient:
         from rill.runtime.errors import JobSubmissionException  # noqa: PLC0415
         payload = ship_job_graph(job_graph)
         job_id, job_name = str(job_graph.get_job_id()), job_graph.get_name()
-        collect = None
-        endpoints: Dict[str, Tuple[str, int]] = {}
-        secret = None
-        if collect_channel is not None:
-            collect, endpoints, secret = _start_collect(job_graph, collect_channel)
+        collect, endpoints, secret, channel_ids = _start_collect(job_graph, collect_channel)
         reply = self.ask(self.dispatcher, m.SubmitJob(job_id, job_name, payload, configuration,
                                                       dict(job_parameters or {}), endpoints, secret))
         if isinstance(reply, m.JobSubmissionFailed):
             if collect is not None:
                 collect.close()
             raise JobSubmissionException(job_id, f"The cluster refused job '{job_name}' ({job_id}): {reply.message}")
-        return ClusterJobClient(self, job_id, job_name, collect_channel, collect)
+        return ClusterJobClient(self, job_id, job_name, collect_channel, collect, channel_ids)
 
 
 def _start_collect(job_graph, channel):
-    """A collect server for ``execute_and_collect``: the sink subtasks connect to it."""
-    from rill.operators.collect_sink import CollectSinkOperator  # noqa: PLC0415
+    """One collect server for every collecting sink of the job whose channel lives in this
+    process: ``execute_and_collect``'s ``channel`` and each ``sink_to(CollectSink())`` (its
+    channel is registered here when the sink is created), so both read the records the task
+    processes send back, as in the embedded mode.
+
+    :returns: ``(server, channel id → address, secret, attached channel ids)``; ``(None, {},
+        None, [])`` when the job collects nothing.
+    """
+    from rill.operators.collect_sink import CollectSinkOperator, get_channel  # noqa: PLC0415
     from rill.runtime.cluster.collect_service import CollectServer  # noqa: PLC0415
-    writers = 0
+    writers: Dict[str, int] = {}
     for v in job_graph.get_vertices():
         for cfg in v.stream_configs.values():
             op = getattr(cfg.operator_factory, "operator", None)
-            if isinstance(op, CollectSinkOperator) and op.channel_id == channel.channel_id:
-                writers += v.get_parallelism()
+            if isinstance(op, CollectSinkOperator):
+                writers[op.channel_id] = writers.get(op.channel_id, 0) + v.get_parallelism()
+    channels = []
+    for channel_id in writers:
+        if channel is not None and channel_id == channel.channel_id:
+            channels.append(channel)
+        else:
+            try:
+                channels.append(get_channel(channel_id))
+            except RuntimeError:
+                continue  # not ours: the sink subtask reports the missing channel when it opens
+    if not channels:
+        return None, {}, None, []
     secret = os.urandom(32)
     server = CollectServer(secret)
     address = server.start()
-    server.attach(channel, writers)
-    return server, {channel.channel_id: tuple(address)}, secret
+    for c in channels:
+        server.attach(c, writers[c.channel_id])
+    return server, {c.channel_id: tuple(address) for c in channels}, secret, [c.channel_id for c in channels]
 
 
 class ClusterJobClient:
@@ -149,7 +164,8 @@ class ClusterJobClient:
     #: Tasks run in processes of their own (read by ``rill run``'s summary).
     tasks_share_a_process = False
 
-    def __init__(self, client: ClusterClient, job_id: str, job_name: str, collect_channel=None, collect_server=None):
+    def __init__(self, client: ClusterClient, job_id: str, job_name: str, collect_channel=None, collect_server=None,
+                 collect_channel_ids=()):
         self._client = client
         self._job_id = job_id
         self._job_name = job_name
@@ -157,6 +173,7 @@ class ClusterJobClient:
         self._result: "concurrent.futures.Future" = concurrent.futures.Future()
         self._collect_channel = collect_channel
         self._collect_server = collect_server
+        self._collect_channel_ids = list(collect_channel_ids)
         self._poller = threading.Thread(target=self._poll, name=f"rill-job-{job_id[:8]}", daemon=True)
         self._poller.start()
 
@@ -194,9 +211,10 @@ class ClusterJobClient:
         if self._collect_server is not None:
             try:
                 if error is None:
-                    problems = self._collect_server.wait_writers_done(self._collect_channel.channel_id, 30.0)
-                    if problems:
-                        raise problems[0]
+                    for channel_id in self._collect_channel_ids:
+                        problems = self._collect_server.wait_writers_done(channel_id, 30.0)
+                        if problems:
+                            raise problems[0]
             except Exception as e:  # noqa: BLE001 - results are missing: the job failed for the reader
                 error = JobExecutionException(self._job_id, f"Job '{self._job_name}' ({self._job_id}) finished "
                                                             f"but its collected results did not all arrive: {e}")

@@ -84,6 +84,7 @@ class RemoteTask:
         self.data_address = None
         self.pid = None
         self.cancel_requested = False
+        self.released = False  # the job is over for this task: its process is asked to exit
 
     @property
     def task_name_with_subtasks(self) -> str:
@@ -157,6 +158,9 @@ class JobMasterActor(Actor):
         elif isinstance(msg, m.TaskProcessReady):
             task = self._task(msg.attempt_id)
             task.actor, task.data_address, task.pid = sender, tuple(msg.data_address), msg.pid
+            if task.released:  # ready after the job ended (its TaskExecutor is stopping it too)
+                self.send(sender, ActorExitRequest())
+                return
             if task.cancel_requested:
                 task.update_state(ExecutionState.CANCELED, None)
             self._maybe_deploy_tasks()
@@ -322,12 +326,18 @@ class JobMasterActor(Actor):
         self._report()  # the result now, not at the next report tick (up to REPORT_INTERVAL later)
 
     def _release_tasks(self) -> None:
+        """Ask every task process that reported ready to exit; one that reports later, while
+        this actor still runs, is asked then. The processes of a job cancelled while they were
+        starting report after this actor is gone: the ResourceManager's ``ReleaseJobTasks``,
+        sent when the job's slots are freed, stops them at their TaskExecutor."""
         if self.deployer is None:
             return
         for task in self.deployer.tasks.values():
+            if task.released:
+                continue
+            task.released = True
             if task.actor is not None:
                 self.send(task.actor, ActorExitRequest())
-                task.actor = None
 
     def _report(self) -> None:
         if self.final_sent:

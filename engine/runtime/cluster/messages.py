@@ -259,6 +259,17 @@ class StartTask:
 
 
 @dataclass(frozen=True)
+class ReleaseJobTasks:
+    """ResourceManager → TaskExecutor, when the job's slots are freed: stop every task process
+    of ``job_id`` still running there, and start none for it any more. A job cancelled while its
+    processes were starting ends before they report ready; its JobMaster then exits, and what it
+    last sent may never arrive (a TaskExecutor busy starting processes accepts late): the
+    ResourceManager outlives jobs, so its message does arrive."""
+
+    job_id: str
+
+
+@dataclass(frozen=True)
 class StartTaskProcess:
     """TaskExecutor → its new StreamTask actor."""
 

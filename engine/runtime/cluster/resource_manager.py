@@ -84,8 +84,12 @@ class ResourceManagerActor(Actor):
             self.send(sender, m.SlotsAllocated(msg.job_id, [
                 m.AllocatedSlot(te.address, te.resource_id, slot, te.host) for te, slot in chosen]))
         elif isinstance(msg, m.FreeSlots):
+            holders = [te for te in self.slot_manager.task_executors.values()
+                       if msg.job_id in te.allocated.values()]
             self.slot_manager.free(msg.job_id)
             self.job_masters.pop(msg.job_id, None)
+            for te in holders:  # see ReleaseJobTasks: the JobMaster's own last messages may be lost
+                self.send(te.address, m.ReleaseJobTasks(msg.job_id))
         elif isinstance(msg, ChildActorExited):
             rid = self.slot_manager.find_by_address(msg.childAddress)
             if rid is not None:

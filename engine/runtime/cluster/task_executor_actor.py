@@ -4,6 +4,7 @@ StreamTask actor (its own process) per task deployed into its slots (Flink's
 
 from __future__ import annotations
 
+import collections
 import logging
 import os
 from datetime import timedelta
@@ -33,6 +34,7 @@ class TaskExecutorActor(Actor):
         self.resource_manager = None
         self.heartbeat_interval = timedelta(seconds=1)
         self.tasks = {}
+        self.released_jobs = collections.deque(maxlen=1000)  # ReleaseJobTasks seen (recent jobs)
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         if isinstance(msg, m.InitTaskExecutor):
@@ -47,6 +49,8 @@ class TaskExecutorActor(Actor):
                 self.send(self.resource_manager, m.Heartbeat(self.resource_id))
             self.wakeupAfter(self.heartbeat_interval)
         elif isinstance(msg, m.StartTask):
+            if msg.job_id in self.released_jobs:  # its job ended already
+                return
             from rill.runtime.cluster.stream_task_actor import StreamTaskActor  # noqa: PLC0415
             task = self.createActor(StreamTaskActor)
             self.tasks[str(task)] = (task, msg)
@@ -58,6 +62,14 @@ class TaskExecutorActor(Actor):
                 if start.attempt_id == msg.attempt_id:
                     del self.tasks[key]
                     self.tasks[str(sender)] = (sender, start)
+        elif isinstance(msg, m.ReleaseJobTasks):
+            # the job's slots are free: none of its task processes may run on (those whose
+            # JobMaster exited before they reported ready were never told to exit)
+            self.released_jobs.append(msg.job_id)
+            for key, (task, start) in list(self.tasks.items()):
+                if start.job_id == msg.job_id:
+                    del self.tasks[key]  # its exit is expected: no TaskProcessFailed
+                    self.send(task, ActorExitRequest())
         elif isinstance(msg, ChildActorExited):
             entry = self.tasks.pop(str(msg.childAddress), None)
             if entry is not None:  # the JobMaster knows whether the task was done with it

@@ -23,6 +23,7 @@ from rill.common.job_execution_result import JobExecutionResult, VertexSummary
 from rill.runtime.source_coordinator import SourceCoordinator
 from rill.graph.execution_graph import ExecutionGraph
 from rill.graph.states import ExecutionState, JobStatus
+from rill.network.partition.exceptions import PartitionReleasedError
 from rill.network.partition.result_partition_id import ResultPartitionID
 from rill.runtime.deployment import (
     InputGateDeploymentDescriptor,
@@ -56,6 +57,7 @@ class JobMaster:
         self.execution_graph = ExecutionGraph(job_graph)
         self.tasks: List[Any] = []
         self._first_failure = None
+        self._consequent_failure = None  # a consumer that failed because its producer did
         self._lock = threading.RLock()
         self._on_terminal = on_terminal
         self._start_ns: Optional[int] = None
@@ -163,17 +165,21 @@ class JobMaster:
             ev.get_current_execution().state = state
             # A task failing while the job is CANCELLING (a consumer whose producer was cancelled
             # first, say) is a consequence of the cancellation: as in Flink, the job still ends
-            # CANCELED. While FAILING, the first failure stays the root cause.
-            if (state is ExecutionState.FAILED and self._first_failure is None
-                    and self.status is not JobStatus.CANCELLING):
-                self._first_failure = failure
+            # CANCELED. While FAILING, the first failure stays the root cause. A consumer that
+            # failed because its producer released the partition with an error is a consequence
+            # of that producer's failure, not a cause: across processes its report can reach the
+            # JobMaster before the producer's own, so it is the root cause only if no other
+            # failure arrives (Flink cancels such a consumer instead of failing it).
+            cancel = []
+            if state is ExecutionState.FAILED and self.status is not JobStatus.CANCELLING:
+                consequence = _is_producer_failure(failure.error)
+                if consequence and self._consequent_failure is None:
+                    self._consequent_failure = failure
+                elif not consequence and self._first_failure is None:
+                    self._first_failure = failure
                 if self.status is JobStatus.RUNNING:
                     self.status = JobStatus.FAILING
                     cancel = [t for t in self.tasks if t is not task]
-                else:
-                    cancel = []
-            else:
-                cancel = []
             done = all(t.execution_state.is_terminal() for t in self.tasks)
         for t in cancel:
             t.cancel_execution()
@@ -185,6 +191,8 @@ class JobMaster:
             if self.status.is_globally_terminal_state():
                 return
             self._end_ns = time.monotonic_ns()
+            if self._first_failure is None:
+                self._first_failure = self._consequent_failure
             if self._first_failure is not None:
                 self.status = JobStatus.FAILED
             elif self.status is JobStatus.CANCELLING or any(
@@ -271,3 +279,9 @@ class JobMaster:
                 cpu_time_ms=sum(s.cpu_time_ms for s in snaps) / len(snaps),
             ))
         return out
+
+
+def _is_producer_failure(error: BaseException) -> bool:
+    """Whether a task failed only because a producer it reads released its partition with an
+    error (the producer failed and reports that failure itself)."""
+    return isinstance(error, PartitionReleasedError) and error.cause is not None

@@ -1,6 +1,8 @@
-"""Helpers (imported as ``_ds_helpers``) for the end-to-end tests of the DataStream API in embedded mode.
+"""Helpers (imported as ``_ds_helpers``) for the end-to-end tests of the DataStream API, which
+run in both execution modes (tests/conftest.py's ``env``).
 
-Every job runs on the real runtime (MiniCluster, tasks on threads, local network stack).
+Every job runs on the real runtime: the embedded MiniCluster (tasks on threads, local network
+stack) or the session's shared cluster (task processes, TCP between them).
 Every job is bounded in time: :func:`run` submits it with ``execute_async`` and waits at most
 ``JOB_TIMEOUT_S`` for its result; a job that hangs is cancelled and fails the test.
 After every test, :func:`no_leaked_threads` checks that every thread started during the test

@@ -7,15 +7,8 @@ import threading
 import pytest
 
 from _ds_helpers import wait_until
-from rill.datastream import StreamExecutionEnvironment
 
-
-@pytest.fixture
-def env() -> StreamExecutionEnvironment:
-    """A fresh environment with parallelism 1."""
-    e = StreamExecutionEnvironment.get_execution_environment()
-    e.set_parallelism(1)
-    return e
+# ``env`` (both execution modes) comes from tests/conftest.py.
 
 
 @pytest.fixture(autouse=True)

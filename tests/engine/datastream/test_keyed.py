@@ -3,6 +3,7 @@ every kind through the RuntimeContext, processing-time and event-time timers."""
 
 from __future__ import annotations
 
+import os
 import time
 from typing import List
 
@@ -242,34 +243,39 @@ class _TailSplit(SourceSplit):
         return "tail"
 
 
-class _SlowTailReader(SourceReader):
-    def __init__(self, records, tail_s):
+class _OpenUntilReader(SourceReader):
+    def __init__(self, records, marker_dir, markers, timeout_s):
         self.records = records
-        self.tail_s = tail_s
+        self.marker_dir, self.markers, self.timeout_s = marker_dir, markers, timeout_s
 
     def read(self, split):
         yield list(self.records)
-        deadline = time.monotonic() + self.tail_s
-        while time.monotonic() < deadline:
+        deadline = time.monotonic() + self.timeout_s
+        while len(os.listdir(self.marker_dir)) < self.markers and time.monotonic() < deadline:
             time.sleep(0.002)
             yield []
 
 
-class SlowTailSource(Source):
-    """Bounded: emits ``records`` at once, then stays alive ``tail_s`` seconds before ending."""
+class OpenUntilSource(Source):
+    """Bounded: emits ``records`` at once, then stays open until ``markers`` files exist in
+    ``marker_dir`` (at most ``timeout_s``): processing-time timers fire only while the job
+    runs, and a file is a condition that task processes of a cluster can see too."""
 
-    def __init__(self, records, tail_s: float):
+    def __init__(self, records, marker_dir: str, markers: int, timeout_s: float = 30.0):
         self.records = list(records)
-        self.tail_s = tail_s
+        self.marker_dir, self.markers, self.timeout_s = marker_dir, markers, timeout_s
 
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
         return [_TailSplit()]
 
     def create_reader(self) -> SourceReader:
-        return _SlowTailReader(self.records, self.tail_s)
+        return _OpenUntilReader(self.records, self.marker_dir, self.markers, self.timeout_s)
 
 
 class ProcessingTimeTimers(KeyedProcessFunction):
+    def __init__(self, marker_dir: str):
+        self.marker_dir = marker_dir
+
     def open(self, runtime_context):
         self.count = runtime_context.get_state(ValueStateDescriptor("count"))
         self.registered = runtime_context.get_state(ValueStateDescriptor("registered"))
@@ -288,12 +294,13 @@ class ProcessingTimeTimers(KeyedProcessFunction):
         assert ctx.timestamp() == timestamp
         assert ctx.timer_service().current_processing_time() >= timestamp
         yield "fired", ctx.get_current_key(), self.count.value()
+        open(os.path.join(self.marker_dir, ctx.get_current_key()), "w").close()
 
 
-def test_processing_time_timer_fires(env2):
+def test_processing_time_timer_fires(env2, tmp_path):
     records = [("a", 1), ("b", 2), ("a", 3), ("c", 4), ("a", 5)]
-    ds = env2.from_source(SlowTailSource(records, tail_s=0.6), source_name="slow").set_parallelism(1)
-    out = collect(ds.key_by(lambda t: t[0]).process(ProcessingTimeTimers()))
+    ds = env2.from_source(OpenUntilSource(records, str(tmp_path), markers=3), source_name="slow").set_parallelism(1)
+    out = collect(ds.key_by(lambda t: t[0]).process(ProcessingTimeTimers(str(tmp_path))))
     assert sorted(out) == [("fired", "a", 3), ("fired", "b", 1), ("fired", "c", 1)]
 
 

@@ -60,7 +60,7 @@ def test_slot_sharing_group_breaks_the_chain_and_is_inherited(env):
     del ds
 
 
-def test_job_with_two_slot_sharing_groups_runs(env, capsys):
+def test_job_with_two_slot_sharing_groups_runs(env, printed):
     env.set_parallelism(2)
     (env.from_collection([1, 2, 3, 4]).map(lambda x: x * 10).slot_sharing_group("g1").set_parallelism(1)
         .key_by(lambda x: x // 10 % 2).reduce(lambda a, b: a + b).slot_sharing_group("g2")
@@ -71,7 +71,7 @@ def test_job_with_two_slot_sharing_groups_runs(env, capsys):
         ("Sink: Unnamed", "g2", 1)]
     run(env)
     # running sums per key: key 1 gets 10, 30; key 0 gets 20, 40
-    assert sorted(capsys.readouterr().out.split(), key=int) == ["10", "20", "40", "60"]
+    assert sorted(printed().split(), key=int) == ["10", "20", "40", "60"]
 
 
 def test_set_parallelism_breaks_the_chain(env):

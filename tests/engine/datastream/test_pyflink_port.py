@@ -79,15 +79,15 @@ def _running_counts():
     return out
 
 
-def test_pyflink_word_count_to_stdout(capsys):
+def test_pyflink_word_count_to_stdout(printed):
     word_count_program(None).get_job_execution_result().result(timeout=JOB_TIMEOUT_S)
-    lines = capsys.readouterr().out.splitlines()
+    lines = printed().splitlines()
     assert lines[0] == "Printing result to stdout. Use --output to specify output path."
     assert lines[1:] == _running_counts()
     assert "('to', 3)" in lines
 
 
-def test_pyflink_word_count_to_files(tmp_path):
+def test_pyflink_word_count_to_files(execution_mode, tmp_path):
     word_count_program(str(tmp_path)).get_job_execution_result().result(timeout=JOB_TIMEOUT_S)
     files = [os.path.join(root, n) for root, _, names in os.walk(tmp_path) for n in names]
     [part] = files
@@ -143,9 +143,9 @@ def count_window_average_program():
     return env.execute_async()
 
 
-def test_pyflink_state_example(capsys):
+def test_pyflink_state_example(printed):
     count_window_average_program().get_job_execution_result().result(timeout=JOB_TIMEOUT_S)
-    assert capsys.readouterr().out == "(1, 4)\n(1, 5)\n"
+    assert printed() == "(1, 4)\n(1, 5)\n"
 
 
 # -- a typical tutorial program: Row, named types, KeyedProcessFunction, side output --------------
@@ -190,7 +190,7 @@ def tutorial_program(sink):
     return env.execute_async("tutorial")
 
 
-def test_typical_tutorial_program():
+def test_typical_tutorial_program(execution_mode):
     from rill.datastream.connectors import CollectSink
     sink = CollectSink()
     tutorial_program(sink).get_job_execution_result().result(timeout=JOB_TIMEOUT_S)
@@ -202,7 +202,7 @@ def test_typical_tutorial_program():
 
 # -- PyFlink's test_from_collection_with_data_types -------------------------------------------
 
-def test_from_collection_with_a_row_type_gives_rows(capsys):
+def test_from_collection_with_a_row_type_gives_rows(printed):
     # PyFlink turns the tuples into Rows of the declared type (its test expects
     # ['+I[1, Hi, Hello]', '+I[2, Hello, Hi]'])
     from rill.common.typeinfo import Types
@@ -213,7 +213,7 @@ def test_from_collection_with_a_row_type_gives_rows(capsys):
                              type_info=Types.ROW([Types.INT(), Types.STRING(), Types.STRING()]))
     ds.print()
     env.execute_async().get_job_execution_result().result(timeout=JOB_TIMEOUT_S)
-    assert capsys.readouterr().out == "+I[1, Hi, Hello]\n+I[2, Hello, Hi]\n"
+    assert printed() == "+I[1, Hi, Hello]\n+I[2, Hello, Hi]\n"
 
 
 # -- what a port finds -------------------------------------------------------------------------
@@ -244,6 +244,12 @@ def test_names_a_port_finds():
         AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor,
         ReducingStateDescriptor, ValueStateDescriptor,
     )
+    names = {k: v for k, v in locals().items() if k not in ("E2", "T2")}
+    # each name is the public class or object a PyFlink program expects under that name
+    assert {k for k, v in names.items() if getattr(v, "__name__", k) != k} == set()
+    assert all(isinstance(v, type) for k, v in names.items() if k != "Types"), names
+    # the submodule paths PyFlink programs import from give the same objects
+    assert E2 is Encoder and T2 is Types
 
 
 def test_from_collection_with_a_row_type_refuses_elements_of_another_width():
@@ -255,7 +261,7 @@ def test_from_collection_with_a_row_type_refuses_elements_of_another_width():
         env.from_collection([(1, "a"), (1, "a", "extra")], type_info=Types.ROW([Types.INT(), Types.STRING()]))
 
 
-def test_from_collection_with_a_named_row_type():
+def test_from_collection_with_a_named_row_type(execution_mode):
     from rill.common import Row
     from rill.common.typeinfo import Types
     from rill.datastream import StreamExecutionEnvironment

@@ -26,40 +26,40 @@ from rill.runtime.errors import JobExecutionException
 
 # -- print -------------------------------------------------------------------------------------
 
-def test_print_at_parallelism_1_has_no_prefix(env, capsys):
+def test_print_at_parallelism_1_has_no_prefix(env, printed):
     env.from_collection([1, "two", (3, "x"), None, Row(1, "a")]).print()
     run(env)
-    assert capsys.readouterr().out == "1\ntwo\n(3, 'x')\nNone\n+I[1, a]\n"
+    assert printed() == "1\ntwo\n(3, 'x')\nNone\n+I[1, a]\n"
 
 
-def test_print_at_parallelism_2_prefixes_the_subtask(env, capsys):
+def test_print_at_parallelism_2_prefixes_the_subtask(env, printed):
     env.set_parallelism(2)
     env.from_source(PerSubtaskSequence(10), source_name="n").print()
     run(env)
-    lines = capsys.readouterr().out.splitlines()
+    lines = printed().splitlines()
     assert sorted(lines) == sorted(f"{v % 2 + 1}> {v}" for v in range(10))
     # each subtask prints its records in order
     assert [ln for ln in lines if ln.startswith("1> ")] == [f"1> {v}" for v in range(0, 10, 2)]
 
 
-def test_print_to_stdout_file_descriptor(env, capfd):
+def test_print_to_stdout_file_descriptor(env, printed):
     env.from_collection(["a", "b"]).print()
     run(env)
-    assert capfd.readouterr().out == "a\nb\n"
+    assert printed() == "a\nb\n"
 
 
-def test_print_with_sink_identifier_at_parallelism_1(env, capsys):
+def test_print_with_sink_identifier_at_parallelism_1(env, printed):
     # Flink's PrintSinkOutputWriter: "<identifier>> <record>" when the sink has parallelism 1
     env.from_collection([1, 2]).print("out")
     run(env)
-    assert capsys.readouterr().out == "out> 1\nout> 2\n"
+    assert printed() == "out> 1\nout> 2\n"
 
 
-def test_print_with_sink_identifier_at_parallelism_2(env, capsys):
+def test_print_with_sink_identifier_at_parallelism_2(env, printed):
     env.set_parallelism(2)
     env.from_source(PerSubtaskSequence(4), source_name="n").print("out")
     run(env)
-    assert sorted(capsys.readouterr().out.splitlines()) == ["out:1> 0", "out:1> 2", "out:2> 1", "out:2> 3"]
+    assert sorted(printed().splitlines()) == ["out:1> 0", "out:1> 2", "out:2> 1", "out:2> 3"]
 
 
 # -- add_sink ----------------------------------------------------------------------------------
@@ -186,6 +186,25 @@ def test_sink_to_collect_sink(env):
     assert sorted(results) == sorted(-x for x in range(1000))
     # per subtask in order
     assert [v for v in results if v % 2 == 0] == [-x for x in range(0, 1000, 2)]
+
+
+def test_regression_collect_sinks_and_execute_and_collect_in_one_job(env):
+    """On a cluster only ``execute_and_collect``'s channel was served: a ``sink_to(CollectSink())``
+    subtask in a task process found no channel and failed the job. Two collecting sinks of
+    different parallelism and the job's own collect, all in one job."""
+    env.set_parallelism(2)
+    evens, odds = CollectSink(), CollectSink()
+    numbers = env.from_source(PerSubtaskSequence(100), source_name="n")
+    numbers.filter(lambda x: x % 2 == 0).sink_to(evens)
+    numbers.filter(lambda x: x % 2 == 1).map(lambda x: -x).set_parallelism(1).sink_to(odds)
+    try:
+        squares = sorted(numbers.map(lambda x: x * x).execute_and_collect())
+        assert squares == sorted(x * x for x in range(100))
+        assert sorted(evens.get_results()) == list(range(0, 100, 2))
+        assert sorted(odds.get_results()) == sorted(-x for x in range(1, 100, 2))
+    finally:
+        evens.close()
+        odds.close()
 
 
 def test_sink_to_rejects_other_objects(env):

@@ -9,7 +9,7 @@ from typing import List
 
 import pytest
 
-from _ds_helpers import EndlessSource, assert_threads_gone, collect, run, task_names
+from _ds_helpers import EndlessSource, assert_threads_gone, collect, run, task_names, wait_until
 from rill.common import JobStatus
 from rill.datastream import RuntimeContext, MapFunction
 from rill.datastream.connectors import FileSource, Source, SourceReader, SourceSplit, StreamFormat
@@ -40,7 +40,9 @@ def test_read_text_file_of_one_file_keeps_order_at_parallelism_1(env, tmp_path):
 @pytest.mark.parametrize("split_size", [1, 7, 64, 1000])
 def test_file_larger_than_one_split_reads_every_line_exactly_once(env, tmp_path, split_size):
     lines = []
-    for i in range(400):
+    # one split per byte: 80 lines (~2 KB) put a boundary at every position of every kind of line
+    # already; a cluster's readers ask the JobMaster for each split (one RPC each, as in Flink)
+    for i in range(80 if split_size == 1 else 400):
         # lines of varied length, CRLF and LF, multi-byte characters, some empty
         body = "" if i % 37 == 0 else ("é" * (i % 5)) + f"row-{i}-" + "x" * (i % 23)
         lines.append(body)
@@ -135,8 +137,7 @@ def test_unbounded_source_is_cancelled_by_the_job_client(env):
     env.set_parallelism(2)
     env.from_source(EndlessSource(), source_name="Endless").map(lambda x: x + 1).add_sink(lambda v: None)
     client = env.execute_async("endless")
-    time.sleep(0.3)
-    assert client.get_job_status() is JobStatus.RUNNING
+    assert wait_until(lambda: client.get_job_status() is JobStatus.RUNNING, 30.0)
     assert not client.is_done()
     names = task_names(client)
     assert names == ["Source: Endless -> Map -> Sink: Unnamed"]
@@ -153,11 +154,12 @@ def test_cancelled_job_stops_emitting(env):
     env.from_source(EndlessSource(), source_name="Endless2").map(lambda x: x).disable_chaining() \
         .add_sink(lambda v: None)
     client = env.execute_async("endless 2")
-    time.sleep(0.2)
+    assert wait_until(lambda: (ms := client.get_metrics()) and ms[0].num_records_out > 0, 30.0)
     client.cancel().result(timeout=5)
+    assert client.get_job_status() is JobStatus.CANCELED
     counts = [(m.task_name, m.num_records_out, m.num_records_in) for m in client.get_metrics()]
     assert counts[0][1] > 0
-    time.sleep(0.2)
+    time.sleep(0.2)  # not synchronization: a window in which a task still emitting would show
     assert [(m.task_name, m.num_records_out, m.num_records_in) for m in client.get_metrics()] == counts
 
 

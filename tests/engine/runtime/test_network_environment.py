@@ -153,6 +153,7 @@ def test_every_segment_is_back_after_a_job_is_cancelled():
     client.cancel().result(timeout=DEADLINE_S)
     with pytest.raises(JobCancellationException):
         client.get_job_execution_result().result(timeout=DEADLINE_S)
+    assert client.get_job_status() is JobStatus.CANCELED
     wait_until(lambda: is_full(pool), f"the budget is full again: {pool.statistics().holders}")
 
 

@@ -36,7 +36,10 @@ def test_whatever_is_accepted_the_collector_accepts():
     before = gc.get_threshold()
     try:
         for value in ("0", str(2**31 - 1), "2147483647,2147483647,2147483647", "default"):
-            apply_gc_thresholds(parse_gc_thresholds(value))
+            parsed = parse_gc_thresholds(value)
+            apply_gc_thresholds(parsed)
+            # the collector took every parsed threshold as given (unparsed generations unchanged)
+            assert gc.get_threshold()[:len(parsed)] == parsed
     finally:
         gc.set_threshold(*before)
 

@@ -154,9 +154,14 @@ def test_a_cancelled_keyed_job_ends_canceled_even_when_consumers_see_their_produ
             .add_sink(lambda v: None))
         client = env.execute_async("keyed cancel")
         deadline = time.monotonic() + 20
-        while client.get_job_status() is not JobStatus.RUNNING and time.monotonic() < deadline:
+        # records in flight: every Map subtask has received some (metrics arrive every 200 ms)
+        def flowing():
+            ins = [m.num_records_in for m in client.get_metrics() if m.task_name.startswith("Map")]
+            return len(ins) == 4 and min(ins) > 0
+
+        while not flowing() and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.3)  # records in flight on every channel
+        assert flowing(), client.get_metrics()
         client.cancel()
         with pytest.raises(JobCancellationException):
             client.get_job_execution_result().result(30)
@@ -176,8 +181,9 @@ def test_other_jobs_keep_running_when_one_fails(cluster):
 
 def test_status_lists_task_executors_and_jobs(cluster):
     out = cluster.cli("cluster", "status", "--port", str(cluster.port)).stdout
-    assert "2 TaskExecutor(s), 4 slot(s)" in out
-    assert out.count("taskexecutor-") == 2
+    te, slots = cluster.task_executors, cluster.task_executors * cluster.slots
+    assert f"{te} TaskExecutor(s), {slots} slot(s)" in out
+    assert out.count("taskexecutor-") == te
 
 
 def test_a_dead_task_executor_fails_the_job_with_a_clear_cause(local_cluster):
@@ -332,3 +338,23 @@ def test_an_invalid_per_job_network_setting_fails_the_job_at_once(cluster):
     word_count(env, LINES).print()
     with pytest.raises(JobExecutionException, match="invalid network configuration: NettyConfig.segment_size_bytes"):
         env.execute("segments too small")
+
+
+def test_regression_a_job_cancelled_during_deployment_leaves_no_task_process(cluster):
+    """A job cancelled while its task processes were still starting ended CANCELED at once, and
+    the JobMaster released only the tasks whose process had reported ready: the others started
+    afterwards, reported to a JobMaster that was gone and ran on for good. 5 rounds."""
+    task_executors = list(cluster.task_executor_pids().values())
+    for _ in range(5):
+        env = cluster_env(cluster, parallelism=4)
+        env.from_sequence(0, 10**9).map(lambda v: v + 1).add_sink(lambda v: None)
+        client = env.execute_async("cancelled during deployment")
+        deadline = time.monotonic() + 30
+        # the first task process has forked: the others are starting, none has reported ready
+        while not cluster.task_processes(task_executors) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        client.cancel()
+        with pytest.raises(JobCancellationException):
+            client.get_job_execution_result().result(30)
+        assert client.get_job_status() is JobStatus.CANCELED
+        cluster.wait_no_task_processes()
