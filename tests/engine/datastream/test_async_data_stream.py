@@ -42,6 +42,12 @@ SLEEP_S = 0.01
 STATS: dict = {}
 
 
+@pytest.fixture(autouse=True)
+def _fresh_stats():
+    """Each test starts with empty STATS (an earlier test's figures must not pass for its own)."""
+    STATS.clear()
+
+
 class Sleep10ms(AsyncFunction):
     """Awaits 10 ms per call and counts the calls in flight at once."""
 
@@ -68,6 +74,7 @@ class VariableDelay(AsyncFunction):
         return [value, -value] if value % 5 == 0 else [value]
 
 
+@pytest.mark.embedded_only("reads the calls' peak from this process's STATS (the cluster run: test_cluster_async_io)")
 def test_ordered_wait_over_3000_records_is_far_faster_than_serial_and_keeps_the_order(env):
     serial_s = N * SLEEP_S  # 30 s: one call after the other
     ds = env.from_collection(list(range(N)))
@@ -195,6 +202,7 @@ class FailTwiceThenValue(AsyncFunction):
         return [(value, len(starts))]
 
 
+@pytest.mark.embedded_only("counts each call's attempts in this process's STATS (retries on a cluster: test_cluster_async_io)")
 def test_exponential_backoff_retries_on_a_matching_exception(env):
     predicate = functools.partial(exception_type_predicate, expected_error_type=ConnectionError)
     strategy = ExponentialBackoffDelayRetryStrategy(5, 20, 1000, 2.0, None, predicate)
@@ -208,6 +216,7 @@ def test_exponential_backoff_retries_on_a_matching_exception(env):
         assert starts[2] - starts[1] >= 0.040 * 0.99  # second after 20 ms x 2
 
 
+@pytest.mark.embedded_only("counts each call's attempts in this process's STATS (retries on a cluster: test_cluster_async_io)")
 def test_retries_run_out_and_the_error_names_the_attempts(env):
     strategy = FixedDelayRetryStrategy(1, 5, None, has_exception_predicate)
     ds = env.from_collection([7])
@@ -220,6 +229,7 @@ def test_retries_run_out_and_the_error_names_the_attempts(env):
     assert len(STATS["run-out"][7]) == 2
 
 
+@pytest.mark.embedded_only("counts each call's attempts in this process's STATS")
 def test_an_exception_the_predicate_rejects_is_not_retried(env):
     predicate = functools.partial(exception_type_predicate, expected_error_type=KeyError)
     strategy = FixedDelayRetryStrategy(3, 5, None, predicate)
@@ -272,6 +282,7 @@ class Forever(AsyncFunction):
         return [value]
 
 
+@pytest.mark.embedded_only("waits on FOREVER_STARTED, an Event of this process")
 def test_cancelling_a_job_whose_calls_never_finish(env):
     FOREVER_STARTED.clear()
     ds = env.from_collection(list(range(10)))
@@ -282,6 +293,7 @@ def test_cancelling_a_job_whose_calls_never_finish(env):
     assert client.get_job_status() is JobStatus.CANCELED
 
 
+@pytest.mark.embedded_only("measures this process's CPU time and STATS")
 def test_a_full_queue_waits_in_the_mailbox_without_spinning(env):
     ds = env.from_collection(list(range(40)))
     out = AsyncDataStream.ordered_wait(ds, Sleep10ms("spin"), 30_000, capacity=1)  # 40 calls one by one
@@ -293,6 +305,7 @@ def test_a_full_queue_waits_in_the_mailbox_without_spinning(env):
     assert cpu < 0.5 * wall, f"the process used {cpu:.2f} s of CPU in {wall:.2f} s: a busy wait"
 
 
+@pytest.mark.embedded_only("looks for the event-loop threads in this process")
 def test_loop_threads_end_with_the_job(env):
     ds = env.from_collection(list(range(10)))
     assert sorted(AsyncDataStream.unordered_wait(ds, VariableDelay(), 1000).execute_and_collect()) == \
@@ -312,6 +325,7 @@ class AwaitingSink:
         stats["values"].append(value)
 
 
+@pytest.mark.embedded_only("reads the sink's values from this process's STATS")
 def test_an_async_sink_awaits_every_record_with_bounded_concurrency(env):
     AsyncDataStream.add_sink(env.from_collection(list(range(500))), AwaitingSink(), capacity=25)
     env.execute("async sink")  # returns once every call has finished

@@ -14,6 +14,7 @@ from rill.datastream.connectors.async_source import END_OF_INPUT, AsyncIteratorS
 from rill.runtime.errors import JobExecutionException
 
 
+@pytest.mark.embedded_only("AsyncIteratorSource reads the service's own iterator in this process (its refusal on a cluster: test_cluster_async_io)")
 async def test_records_from_the_services_queue_until_end_of_input(env):
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue(maxsize=8)  # bounded: put() waits while the job is behind
@@ -33,6 +34,7 @@ async def test_records_from_the_services_queue_until_end_of_input(env):
     assert await client.get_job_status() is JobStatus.FINISHED
 
 
+@pytest.mark.embedded_only("AsyncIteratorSource reads the service's own iterator in this process (its refusal on a cluster: test_cluster_async_io)")
 async def test_an_error_of_the_iterator_fails_the_job(env):
     async def items():
         yield 1
@@ -45,6 +47,7 @@ async def test_an_error_of_the_iterator_fails_the_job(env):
     assert isinstance(info.value.__cause__, ConnectionError)
 
 
+@pytest.mark.embedded_only("AsyncIteratorSource reads the service's own iterator in this process (its refusal on a cluster: test_cluster_async_io)")
 async def test_cancel_reaches_the_async_generator(env):
     closed = asyncio.Event()
 
