@@ -21,11 +21,11 @@ import cloudpickle
 from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.actor_system import (
-    DISPATCHER_NAME,
-    RESOURCE_MANAGER_NAME,
+    SUPERVISOR_NAME,
     ClusterNotRunningError,
     connect,
     parse_cluster_target,
+    port_in_use,
     read_cluster_info,
 )
 from rill.runtime.cluster.shipping import ship_job_graph
@@ -35,12 +35,18 @@ __all__ = ["ClusterClient", "ClusterJobClient", "submit_to_cluster"]
 
 POLL_INTERVAL_S = 0.05
 ASK_TIMEOUT_S = 10.0
+#: A job's poller waits this long for one report before it checks that the cluster still listens.
+POLL_TIMEOUT_S = 2.0
+#: A job's poller gives up on a cluster that still listens but has not answered for this long.
+LOST_CONTACT_S = 20.0
 _clients: Dict[Tuple[str, int], "ClusterClient"] = {}
 _clients_lock = threading.Lock()
 
 
 class ClusterClient:
-    """A connection to the cluster at ``host:port``.
+    """A connection to the cluster at ``host:port``. The Dispatcher and ResourceManager are
+    looked up at the cluster's supervisor for every request, since the supervisor replaces
+    them when their processes exit.
 
     :raises ClusterNotRunningError: when no cluster answers there.
     """
@@ -49,11 +55,23 @@ class ClusterClient:
         self.host, self.port = host, port
         self._lock = threading.Lock()
         self._system = connect(host, port)
-        from rill.runtime.cluster.dispatcher import DispatcherActor  # noqa: PLC0415
-        from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
+        from rill.runtime.cluster.supervisor import ClusterSupervisorActor  # noqa: PLC0415
         with self._lock:
-            self.dispatcher = self._system.createActor(DispatcherActor, globalName=DISPATCHER_NAME)
-            self.resource_manager = self._system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
+            self.supervisor = self._system.createActor(ClusterSupervisorActor, globalName=SUPERVISOR_NAME)
+
+    @property
+    def dispatcher(self):
+        """The current Dispatcher's address."""
+        return self.ask(self.supervisor, m.RequestLeaders()).dispatcher
+
+    @property
+    def resource_manager(self):
+        """The current ResourceManager's address."""
+        return self.ask(self.supervisor, m.RequestLeaders()).resource_manager
+
+    def listening(self) -> bool:
+        """Whether the cluster's admin still accepts connections."""
+        return port_in_use(self.host, self.port, 1.0)
 
     @classmethod
     def for_address(cls, host: str, port: int) -> "ClusterClient":
@@ -87,8 +105,9 @@ class ClusterClient:
         """Cancel ``job_id``; returns whether the cluster knows the job."""
         return self.ask(self.dispatcher, m.CancelJob(job_id)).known
 
-    def job_report(self, job_id: str):
-        return self.ask(self.dispatcher, m.RequestJobStatus(job_id))
+    def job_report(self, job_id: str, timeout_s: float = ASK_TIMEOUT_S):
+        dispatcher = self.ask(self.supervisor, m.RequestLeaders(), timeout_s).dispatcher
+        return self.ask(dispatcher, m.RequestJobStatus(job_id), timeout_s)
 
     def submit(self, job_graph, configuration, job_parameters=None, collect_channel=None) -> "ClusterJobClient":
         """Ship ``job_graph`` and start it; returns its :class:`ClusterJobClient`.
@@ -149,14 +168,19 @@ class ClusterJobClient:
 
     # -- polling -------------------------------------------------------------------------------
     def _poll(self) -> None:
-        failures = 0
+        last_answer = time.monotonic()
         while True:
             try:
-                report = self._client.job_report(self._job_id)
-                failures = 0
+                report = self._client.job_report(self._job_id, POLL_TIMEOUT_S)
+                last_answer = time.monotonic()
             except Exception as e:  # noqa: BLE001 - the cluster may be gone
-                failures += 1
-                if failures >= 3:
+                if not self._client.listening():
+                    self._finish(None, JobExecutionException(
+                        self._job_id, f"Job '{self._job_name}' ({self._job_id}) failed: the cluster at "
+                                      f"cluster://{self._client.host}:{self._client.port} is gone (its actor "
+                                      "system admin no longer listens)"), None)
+                    return
+                if time.monotonic() - last_answer > LOST_CONTACT_S:
                     self._finish(None, JobExecutionException(
                         self._job_id, f"Lost contact with the cluster running job '{self._job_name}' "
                                       f"({self._job_id}): {e}"), None)
@@ -169,9 +193,10 @@ class ClusterJobClient:
                     result, error, cause = cloudpickle.loads(report.result)
                     self._finish(result, error, cause)
                     return
-            elif isinstance(report, m.UnknownJob):
+            elif isinstance(report, m.UnknownJob) and report.final:
+                why = f": {report.reason}" if report.reason else ""
                 self._finish(None, JobExecutionException(
-                    self._job_id, f"The cluster no longer knows job '{self._job_name}' ({self._job_id})"), None)
+                    self._job_id, f"The cluster no longer knows job '{self._job_name}' ({self._job_id}){why}"), None)
                 return
             time.sleep(POLL_INTERVAL_S)
 

@@ -1,16 +1,26 @@
 """``TaskExecutorActor``: offers slots to the ResourceManager, sends heartbeats, and starts one
 StreamTask actor (its own process) per task deployed into its slots (Flink's
-``TaskExecutor`` as an RPC endpoint)."""
+``TaskExecutor`` as an RPC endpoint).
+
+It watches the JobMasters of the tasks it runs as Flink's TaskExecutor does: a JobMaster sends
+``JobMasterHeartbeat`` every ``heartbeat.interval`` ms; without one for ``heartbeat.timeout`` ms
+the JobMaster is lost, and the TaskExecutor stops that job's tasks and frees their slots at the
+ResourceManager (``CancelJobTasks`` from the ResourceManager does the same at once when the
+Dispatcher saw the JobMaster's process exit). When its parent, the ResourceManager, is gone it
+exits, and its tasks with it (see :mod:`~rill.runtime.cluster.liveness`).
+"""
 
 from __future__ import annotations
 
 import logging
 import os
+import time
 from datetime import timedelta
 
 from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage, WakeupMessage
 
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.liveness import ParentWatch
 
 __all__ = ["TaskExecutorActor"]
 
@@ -32,7 +42,11 @@ class TaskExecutorActor(Actor):
         self.resource_id = None
         self.resource_manager = None
         self.heartbeat_interval = timedelta(seconds=1)
+        self.heartbeat_timeout_s = 50.0
         self.tasks = {}
+        self.job_masters = {}  # job id → monotonic seconds of its JobMaster's last heartbeat
+        self.watch = ParentWatch()
+        self.exiting = False
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         if isinstance(msg, m.InitTaskExecutor):
@@ -40,16 +54,21 @@ class TaskExecutorActor(Actor):
             self.resource_id = msg.resource_id
             self.resource_manager = msg.resource_manager
             self.heartbeat_interval = timedelta(milliseconds=msg.heartbeat_interval_ms)
+            self.heartbeat_timeout_s = msg.heartbeat_timeout_ms / 1000.0
             self.send(msg.resource_manager, m.RegisterTaskExecutor(msg.resource_id, msg.slots, msg.host, os.getpid()))
             self.wakeupAfter(self.heartbeat_interval)
         elif isinstance(msg, WakeupMessage):
-            if self.resource_manager is not None:
-                self.send(self.resource_manager, m.Heartbeat(self.resource_id))
-            self.wakeupAfter(self.heartbeat_interval)
+            self._tick()
+        elif isinstance(msg, m.JobMasterHeartbeat):
+            if msg.job_id in self.job_masters:
+                self.job_masters[msg.job_id] = time.monotonic()
+        elif isinstance(msg, m.CancelJobTasks):
+            self._stop_job_tasks(msg.job_id, msg.cause)
         elif isinstance(msg, m.StartTask):
             from rill.runtime.cluster.stream_task_actor import StreamTaskActor  # noqa: PLC0415
             task = self.createActor(StreamTaskActor)
             self.tasks[str(task)] = (task, msg)
+            self.job_masters.setdefault(msg.job_id, time.monotonic())
             self.send(task, m.StartTaskProcess(msg.job_id, msg.attempt_id, msg.task_name, msg.job_master,
                                                msg.netty_config, self.resource_id))
         elif isinstance(msg, m.TaskProcessReady):
@@ -65,11 +84,46 @@ class TaskExecutorActor(Actor):
                 self.send(start.job_master, m.TaskProcessFailed(
                     start.attempt_id, f"the process of task {start.task_name} exited (TaskExecutor "
                                       f"{self.resource_id})"))
+                if not any(s.job_id == start.job_id for _, s in self.tasks.values()):
+                    self.job_masters.pop(start.job_id, None)  # done here: no more heartbeats expected
         elif isinstance(msg, ActorExitRequest):
+            self.exiting = True
             for task, _ in list(self.tasks.values()):
                 self.send(task, ActorExitRequest())
         elif isinstance(msg, PoisonMessage):
             log.warning("TaskExecutor %s: undeliverable message %r", self.resource_id, msg.poisonMessage)
+
+    def _tick(self) -> None:
+        if self.exiting:
+            return
+        if self.watch.parent_died():
+            log.error("TaskExecutor %s: its ResourceManager (pid %s) exited: stopping its tasks and exiting",
+                      self.resource_id, self.watch.parent_pid)
+            self.exiting = True
+            self.send(self.myAddress, ActorExitRequest())
+            return
+        if self.resource_manager is not None:
+            self.send(self.resource_manager, m.Heartbeat(self.resource_id))
+        now = time.monotonic()
+        for job_id, last in list(self.job_masters.items()):
+            if now - last > self.heartbeat_timeout_s:
+                cause = (f"the JobMaster of job {job_id} was lost: no heartbeat for "
+                         f"{int(self.heartbeat_timeout_s * 1000)} ms (heartbeat.timeout)")
+                self._stop_job_tasks(job_id, cause)
+                self.send(self.resource_manager, m.FreeSlots(job_id))
+        self.wakeupAfter(self.heartbeat_interval)
+
+    def _stop_job_tasks(self, job_id: str, cause: str) -> None:
+        """Stop every task of ``job_id`` here (their processes exit); nobody is told, as the
+        JobMaster that would listen is gone."""
+        self.job_masters.pop(job_id, None)
+        stopped = 0
+        for key, (task, start) in list(self.tasks.items()):
+            if start.job_id == job_id:
+                del self.tasks[key]
+                self.send(task, ActorExitRequest())
+                stopped += 1
+        log.warning("TaskExecutor %s: %s; stopped %d task(s)", self.resource_id, cause, stopped)
 
 
 def _preload() -> None:
