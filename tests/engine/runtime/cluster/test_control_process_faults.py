@@ -213,3 +213,23 @@ def test_a_killed_admin_takes_the_whole_cluster_down(local_cluster):
     assert proc.returncode == 1
     assert proc.stderr == (f"rill: the cluster at port {c.port} is not running: its admin (pid {admin}) exited; "
                            f"none of its processes is left; `rill cluster stop --port {c.port}` removes its record\n")
+
+
+def test_task_executors_stop_the_tasks_of_a_job_master_whose_heartbeats_stopped(local_cluster):
+    """A JobMaster that hangs (SIGSTOP) does not exit, so nobody is told: the TaskExecutors
+    notice the missing heartbeats within heartbeat.timeout and stop its tasks and free its slots."""
+    c = local_cluster(2, 2, extra_env=HEARTBEATS)
+    client = start_victim_job(c)
+    pid = wait_for(lambda: roles(c)["JobMaster"], 10, "the JobMaster process")
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        c.wait_no_task_processes(timeout_s=20)
+        wait_all_slots_free(c)
+        log = Path(c.info()["log_file"]).read_text()
+        assert (f"the JobMaster of job {client.get_job_id()} was lost: no heartbeat for 3000 ms (heartbeat.timeout)"
+                in log)
+    finally:
+        kill(c, pid)
+        os.kill(pid, signal.SIGCONT)
+    assert f"failed: its JobMaster (pid {pid}) exited" in job_failure(client)
+    assert_next_job_runs_on_all_slots(c)
