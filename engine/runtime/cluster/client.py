@@ -59,15 +59,29 @@ class ClusterClient:
         with self._lock:
             self.supervisor = self._system.createActor(ClusterSupervisorActor, globalName=SUPERVISOR_NAME)
 
+    def leaders(self, timeout_s: float = ASK_TIMEOUT_S) -> m.Leaders:
+        """The current Dispatcher and ResourceManager.
+
+        :raises ClusterNotRunningError: when the supervisor does not answer, or is a new one
+            (Thespian creates a global-name actor that is gone anew) that runs no cluster.
+        """
+        leaders = self.ask(self.supervisor, m.RequestLeaders(), timeout_s)
+        if leaders.dispatcher is None or leaders.resource_manager is None:
+            raise ClusterNotRunningError(
+                f"The cluster at cluster://{self.host}:{self.port} is not running: its supervisor has no Dispatcher "
+                f"and ResourceManager (the cluster is shutting down); stop it with `rill cluster stop --port "
+                f"{self.port}`")
+        return leaders
+
     @property
     def dispatcher(self):
         """The current Dispatcher's address."""
-        return self.ask(self.supervisor, m.RequestLeaders()).dispatcher
+        return self.leaders().dispatcher
 
     @property
     def resource_manager(self):
         """The current ResourceManager's address."""
-        return self.ask(self.supervisor, m.RequestLeaders()).resource_manager
+        return self.leaders().resource_manager
 
     def listening(self) -> bool:
         """Whether the cluster's admin still accepts connections."""
@@ -97,8 +111,9 @@ class ClusterClient:
 
     def overview(self) -> m.ClusterOverview:
         """TaskExecutors (from the ResourceManager) and jobs (from the Dispatcher)."""
-        tes = self.ask(self.resource_manager, m.RequestClusterOverview())
-        jobs = self.ask(self.dispatcher, m.RequestClusterOverview())
+        leaders = self.leaders()
+        tes = self.ask(leaders.resource_manager, m.RequestClusterOverview())
+        jobs = self.ask(leaders.dispatcher, m.RequestClusterOverview())
         return m.ClusterOverview(tes.task_executors, jobs.jobs)
 
     def cancel(self, job_id: str) -> bool:
@@ -106,8 +121,7 @@ class ClusterClient:
         return self.ask(self.dispatcher, m.CancelJob(job_id)).known
 
     def job_report(self, job_id: str, timeout_s: float = ASK_TIMEOUT_S):
-        dispatcher = self.ask(self.supervisor, m.RequestLeaders(), timeout_s).dispatcher
-        return self.ask(dispatcher, m.RequestJobStatus(job_id), timeout_s)
+        return self.ask(self.leaders(timeout_s).dispatcher, m.RequestJobStatus(job_id), timeout_s)
 
     def submit(self, job_graph, configuration, job_parameters=None, collect_channel=None) -> "ClusterJobClient":
         """Ship ``job_graph`` and start it; returns its :class:`ClusterJobClient`.

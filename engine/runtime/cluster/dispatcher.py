@@ -9,7 +9,8 @@ Failures of the processes around it: a JobMaster whose process exits (Thespian's
 ``ChildActorExited``, immediate) fails its job with that cause, and the ResourceManager frees
 the job's slots and has its TaskExecutors stop its tasks (``JobMasterLost``); a lost
 ResourceManager (``ResourceManagerLost`` from the supervisor) fails every running job; when its
-own parent, the supervisor, is gone, the Dispatcher exits (its JobMasters with it). A
+own parent, the supervisor, is gone, nothing can restart or find the control actors any more:
+the Dispatcher shuts the cluster down (see ``kill_cluster_process_group``). A
 Dispatcher restarted by the supervisor has lost its jobs: it answers for unknown jobs with the
 reason, non-final while the old jobs' orphaned JobMasters may still send their final reports.
 """
@@ -28,7 +29,7 @@ from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMes
 
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.job_master_actor import JobMasterActor
-from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.liveness import SHUTDOWN_GRACE_S, ParentWatch, kill_cluster_process_group
 from rill.runtime.errors import JobExecutionException
 
 __all__ = ["DispatcherActor"]
@@ -51,6 +52,7 @@ class DispatcherActor(Actor):
         self.init: Optional[m.InitDispatcher] = None
         self.started = time.monotonic()
         self.watch = ParentWatch()
+        self.orphaned_at: Optional[float] = None
 
     def receiveMessage(self, msg, sender):  # noqa: N802, C901 - Thespian's name; one dispatch
         if isinstance(msg, m.InitDispatcher):
@@ -62,11 +64,7 @@ class DispatcherActor(Actor):
             self.send(sender, m.ControlActorStarted("Dispatcher", os.getpid()))
             self.wakeupAfter(TICK)
         elif isinstance(msg, WakeupMessage):
-            if self.watch.parent_died():
-                log.error("the cluster's supervisor (pid %s) exited: the Dispatcher exits", self.watch.parent_pid)
-                self.send(self.myAddress, ActorExitRequest())
-            else:
-                self.wakeupAfter(TICK)
+            self._tick()
         elif isinstance(msg, m.ResourceManagerLost):
             self.resource_manager = msg.resource_manager
             for jm in self.job_masters.values():
@@ -108,6 +106,18 @@ class DispatcherActor(Actor):
                                        init.supervisor if init else None,
                                        init.heartbeat_interval_ms if init else 1000))
         self.send(sender, m.JobSubmitted(msg.job_id, msg.job_name))
+
+    def _tick(self) -> None:
+        """Without its supervisor nothing restarts the cluster's control actors and clients
+        cannot find them: the cluster shuts down (the JobMasters stop their tasks first)."""
+        if self.orphaned_at is None and self.watch.parent_died():
+            self.orphaned_at = time.monotonic()
+            log.error("the cluster's supervisor (pid %s) exited: shutting the cluster down", self.watch.parent_pid)
+            for jm in self.job_masters.values():
+                self.send(jm, ActorExitRequest())
+        if self.orphaned_at is not None and time.monotonic() - self.orphaned_at > SHUTDOWN_GRACE_S:
+            kill_cluster_process_group()
+        self.wakeupAfter(TICK)
 
     def _unknown(self, job_id: str) -> m.UnknownJob:
         previous = self.init.previous_exit if self.init else None

@@ -14,8 +14,13 @@ what a parent pid cannot see (an actor on another host, a JobMaster that is not 
 from __future__ import annotations
 
 import os
+import signal
 
-__all__ = ["ParentWatch"]
+__all__ = ["ParentWatch", "kill_cluster_process_group"]
+
+#: How long an actor that shuts the cluster down waits for the others to exit on their own
+#: before it kills the process group.
+SHUTDOWN_GRACE_S = 1.0
 
 
 class ParentWatch:
@@ -27,3 +32,13 @@ class ParentWatch:
     def parent_died(self) -> bool:
         """Whether the parent process exited (this process was re-parented)."""
         return os.getppid() != self.parent_pid
+
+
+def kill_cluster_process_group() -> None:
+    """SIGKILL the calling process' group, this process included: the cluster's last resort
+    when a process it cannot replace (the admin, the supervisor) is gone and the cluster can no
+    longer be reached or stopped through its actors. Thespian's admin made itself a session
+    and process group leader and every actor process (and Thespian's logger, which would
+    otherwise keep the admin's port) was forked from it, so the group is exactly this cluster's
+    processes on this host."""
+    os.killpg(os.getpgid(0), signal.SIGKILL)

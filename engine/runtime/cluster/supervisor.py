@@ -21,8 +21,6 @@ then kills its process group, which holds only this cluster's processes).
 from __future__ import annotations
 
 import logging
-import os
-import signal
 import time
 from datetime import timedelta
 from typing import Optional
@@ -31,7 +29,7 @@ from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMes
 
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.dispatcher import DispatcherActor
-from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.liveness import SHUTDOWN_GRACE_S, ParentWatch, kill_cluster_process_group
 from rill.runtime.cluster.resource_manager import ResourceManagerActor
 
 __all__ = ["ClusterSupervisorActor"]
@@ -39,9 +37,6 @@ __all__ = ["ClusterSupervisorActor"]
 log = logging.getLogger("rill.cluster.supervisor")
 
 TICK = timedelta(milliseconds=200)
-#: How long the supervisor waits for its children to exit after the admin died before it kills
-#: the cluster's process group.
-ORPHAN_GRACE_S = 1.0
 
 
 class ClusterSupervisorActor(Actor):
@@ -116,8 +111,6 @@ class ClusterSupervisorActor(Actor):
             for child in (self.dispatcher, self.resource_manager):
                 if child is not None:
                     self.send(child, ActorExitRequest())
-        if self.orphaned_at is not None and time.monotonic() - self.orphaned_at > ORPHAN_GRACE_S:
-            # whatever did not exit by now (Thespian's logger, a stuck task) goes with the group;
-            # the group is the admin's session (Thespian's admin calls setsid): this cluster only
-            os.killpg(os.getpgid(0), signal.SIGKILL)
+        if self.orphaned_at is not None and time.monotonic() - self.orphaned_at > SHUTDOWN_GRACE_S:
+            kill_cluster_process_group()  # whatever did not exit by now: Thespian's logger, a stuck task
         self.wakeupAfter(TICK)

@@ -200,12 +200,14 @@ def test_a_killed_task_process_fails_the_job_and_leaves_no_task(local_cluster):
     assert_next_job_runs_on_all_slots(c)
 
 
-def test_a_killed_admin_takes_the_whole_cluster_down(local_cluster):
+@pytest.mark.parametrize("victim", ["admin", "supervisor"])
+def test_a_killed_admin_or_supervisor_takes_the_whole_cluster_down(local_cluster, victim):
+    """Nothing can restart these or reach the cluster without them: it shuts itself down."""
     c = local_cluster(2, 2, extra_env=HEARTBEATS)
     client = start_victim_job(c)
     c.remember_processes_silently()
     admin = c.info()["admin_pid"]
-    kill(c, admin)
+    kill(c, roles(c)[victim])
     message = job_failure(client)
     assert f"the cluster at {c.address} is gone" in message
     wait_for(lambda: not any(_alive(p) for p in c.pids), 20, "every process of the cluster to exit")
