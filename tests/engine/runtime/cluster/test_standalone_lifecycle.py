@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import RILL, LocalCluster, free_port
+from rill.runtime.cluster import processes
+from rill.runtime.cluster.actor_system import free_port
+
+RILL = str(Path(sys.executable).parent / "rill")
 
 SERVER = r"""
 import socket, sys
@@ -104,21 +107,28 @@ def test_a_second_start_on_a_running_clusters_port_fails_and_touches_none_of_its
 
 
 def test_concurrent_starts_on_one_port_start_one_cluster_and_fail_the_others_clearly(tmp_path):
-    c = LocalCluster(tmp_path, 1, 1)
-    starts = [subprocess.Popen([RILL, "cluster", "start", "--port", str(c.port), "-n", "1", "-s", "1"], env=c.env,
+    port = free_port()
+    env = {**os.environ, "RILL_RUN_DIR": str(tmp_path)}
+    starts = [subprocess.Popen([RILL, "cluster", "start", "--port", str(port), "-n", "1", "-s", "1"], env=env,
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
               for _ in range(2)]
+    outcomes = [(p.wait(120), *p.communicate()) for p in starts]
+    record = tmp_path / f"cluster-{port}.json"
+    identity = processes.ProcessIdentity(**{k: v for k, v in json.loads(record.read_text()).items()
+                                            if k in ("process_group", "cmdline")},
+                                         start_ticks=json.loads(record.read_text())["admin_start_ticks"])
     try:
-        outcomes = [(p.wait(120), *p.communicate()) for p in starts]
+        assert sorted(rc for rc, _, _ in outcomes) == [0, 1]
+        _, _, error = [o for o in outcomes if o[0] == 1][0]
+        assert re.fullmatch(
+            rf"rill: (Another `rill cluster start` \(or join\) on port {port} is in progress: wait for it, then see "
+            rf"`rill cluster status --port {port}`|A Rill cluster is already running at port {port} .*)\n", error)
+        assert len(processes.members(identity)) > 1
     finally:
-        if (tmp_path / f"cluster-{c.port}.json").exists():
-            c.remember_processes()
-        c.stop()
-    assert sorted(rc for rc, _, _ in outcomes) == [0, 1]
-    _, _, error = [o for o in outcomes if o[0] == 1][0]
-    assert re.fullmatch(
-        rf"rill: (Another `rill cluster start` \(or join\) on port {c.port} is in progress: wait for it, then see "
-        rf"`rill cluster status --port {c.port}`|A Rill cluster is already running at port {c.port} .*)\n", error)
+        rill(tmp_path, "cluster", "stop", "--port", str(port))
+        left = processes.members(identity)
+        processes.terminate(identity)
+    assert left == []
 
 
 def test_status_and_stop_after_the_cluster_died_tell_the_truth(local_cluster):
