@@ -120,7 +120,9 @@ class DispatcherActor(Actor):
         self.wakeupAfter(TICK)
 
     def _unknown(self, job_id: str) -> m.UnknownJob:
-        previous = self.init.previous_exit if self.init else None
+        if self.init is None:  # a client can reach a new Dispatcher before the supervisor's InitDispatcher
+            return m.UnknownJob(job_id, "the Dispatcher is starting", final=False)
+        previous = self.init.previous_exit
         if previous is None:
             return m.UnknownJob(job_id)
         recovering = (time.monotonic() - self.started) * 1000 < self.init.recovery_ms
