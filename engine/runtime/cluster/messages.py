@@ -264,6 +264,13 @@ class Heartbeat:
 
 
 @dataclass(frozen=True)
+class HeartbeatAck:
+    """ResourceManager → TaskExecutor, for each ``Heartbeat`` of a registered TaskExecutor: one
+    that hears none for ``heartbeat.timeout`` ms has lost its ResourceManager (or was declared
+    lost by it) and exits."""
+
+
+@dataclass(frozen=True)
 class Ack:
     pass
 

@@ -81,7 +81,8 @@ class ResourceManagerActor(Actor):
             self.slot_manager.register(sender, msg.resource_id, msg.host, msg.pid, msg.slots, now)
             log.info("registered %s (pid %s, %s slots)", msg.resource_id, msg.pid, msg.slots)
         elif isinstance(msg, m.Heartbeat):
-            self.slot_manager.heartbeat(msg.resource_id, now)
+            if self.slot_manager.heartbeat(msg.resource_id, now):
+                self.send(sender, m.HeartbeatAck())
         elif isinstance(msg, m.RequestSlots):
             self.job_masters[msg.job_id] = sender
             try:

@@ -7,7 +7,9 @@ It watches the JobMasters of the tasks it runs as Flink's TaskExecutor does: a J
 the JobMaster is lost, and the TaskExecutor stops that job's tasks and frees their slots at the
 ResourceManager (``CancelJobTasks`` from the ResourceManager does the same at once when the
 Dispatcher saw the JobMaster's process exit). When its parent, the ResourceManager, is gone it
-exits, and its tasks with it (see :mod:`~rill.runtime.cluster.liveness`).
+exits, and its tasks with it (see :mod:`~rill.runtime.cluster.liveness`); so does a TaskExecutor
+in another actor system (whose parent process is that system's admin) when its heartbeats go
+unanswered for ``heartbeat.timeout`` ms -- a new ResourceManager creates a new one there.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ class TaskExecutorActor(Actor):
         self.job_masters = {}  # job id → monotonic seconds of its JobMaster's last heartbeat
         self.watch = ParentWatch()
         self.exiting = False
+        self.last_ack = time.monotonic()
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         if isinstance(msg, m.InitTaskExecutor):
@@ -55,10 +58,13 @@ class TaskExecutorActor(Actor):
             self.resource_manager = msg.resource_manager
             self.heartbeat_interval = timedelta(milliseconds=msg.heartbeat_interval_ms)
             self.heartbeat_timeout_s = msg.heartbeat_timeout_ms / 1000.0
+            self.last_ack = time.monotonic()
             self.send(msg.resource_manager, m.RegisterTaskExecutor(msg.resource_id, msg.slots, msg.host, os.getpid()))
             self.wakeupAfter(self.heartbeat_interval)
         elif isinstance(msg, WakeupMessage):
             self._tick()
+        elif isinstance(msg, m.HeartbeatAck):
+            self.last_ack = time.monotonic()
         elif isinstance(msg, m.JobMasterHeartbeat):
             if msg.job_id in self.job_masters:
                 self.job_masters[msg.job_id] = time.monotonic()
@@ -96,15 +102,20 @@ class TaskExecutorActor(Actor):
     def _tick(self) -> None:
         if self.exiting:
             return
+        now = time.monotonic()
+        lost = None
         if self.watch.parent_died():
-            log.error("TaskExecutor %s: its ResourceManager (pid %s) exited: stopping its tasks and exiting",
-                      self.resource_id, self.watch.parent_pid)
+            lost = f"its ResourceManager (pid {self.watch.parent_pid}) exited"
+        elif now - self.last_ack > self.heartbeat_timeout_s:
+            lost = (f"its ResourceManager answered no heartbeat for {int(self.heartbeat_timeout_s * 1000)} ms "
+                    "(heartbeat.timeout)")
+        if lost is not None:
+            log.error("TaskExecutor %s: %s: stopping its tasks and exiting", self.resource_id, lost)
             self.exiting = True
             self.send(self.myAddress, ActorExitRequest())
             return
         if self.resource_manager is not None:
             self.send(self.resource_manager, m.Heartbeat(self.resource_id))
-        now = time.monotonic()
         for job_id, last in list(self.job_masters.items()):
             if now - last > self.heartbeat_timeout_s:
                 cause = (f"the JobMaster of job {job_id} was lost: no heartbeat for "

@@ -235,3 +235,22 @@ def test_task_executors_stop_the_tasks_of_a_job_master_whose_heartbeats_stopped(
         os.kill(pid, signal.SIGCONT)
     assert f"failed: its JobMaster (pid {pid}) exited" in job_failure(client)
     assert_next_job_runs_on_all_slots(c)
+
+
+def test_a_member_systems_task_executor_is_recreated_after_a_resource_manager_restart(local_cluster):
+    """A TaskExecutor that joined from another actor system is not a child process of the
+    ResourceManager: it notices the lost ResourceManager by its unanswered heartbeats and exits,
+    and the new ResourceManager creates a new one in that system."""
+    c = local_cluster(0, 1, extra_env=HEARTBEATS)
+    port = c.join(slots=1)
+    rid = f"taskexecutor-127.0.0.1-{port}"
+    old_te = c.task_executor_pids()[rid]
+    log = Path(c.info()["log_file"])
+    rm = int(re.findall(r"ResourceManager started \(pid (\d+)\)", log.read_text())[-1])
+    kill(c, rm)
+    wait_for(lambda: not _alive(old_te), 20, "the member's old TaskExecutor to exit")
+    wait_for(lambda: c.task_executor_pids().get(rid) not in (None, old_te), 20, "a new TaskExecutor in the member")
+    env = cluster_env(c, parallelism=1)
+    assert sorted(env.from_collection(list(range(10))).map(lambda x: x * 2).execute_and_collect()) == \
+        [x * 2 for x in range(10)]
+    c.wait_no_task_processes()
