@@ -15,11 +15,14 @@ exits, and creates a new one:
 Clients find the current Dispatcher and ResourceManager by asking the supervisor
 (``RequestLeaders``). When the supervisor's own parent, the Thespian admin, is gone, nothing
 can reach the cluster any more: it shuts the whole cluster down (asks its children to exit,
-then kills its process group, which holds only this cluster's processes).
+then kills its process group, which holds only this cluster's processes). So it does when one
+role's process exits more than ``MAX_RESTARTS`` times within ``RESTART_WINDOW_S`` (a crash
+loop would only burn CPU; Flink's failure-rate restart strategy bounds restarts the same way).
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from datetime import timedelta
@@ -37,6 +40,9 @@ __all__ = ["ClusterSupervisorActor"]
 log = logging.getLogger("rill.cluster.supervisor")
 
 TICK = timedelta(milliseconds=200)
+#: Restarts of one role (Dispatcher, ResourceManager) allowed within ``RESTART_WINDOW_S`` seconds.
+MAX_RESTARTS = 5
+RESTART_WINDOW_S = 60.0
 
 
 class ClusterSupervisorActor(Actor):
@@ -49,8 +55,9 @@ class ClusterSupervisorActor(Actor):
         self.resource_manager = None
         self.pids = {}  # role → pid
         self.watch = ParentWatch()
-        self.orphaned_at: Optional[float] = None
+        self.orphaned_at: Optional[float] = None  # when the cluster started shutting itself down
         self.stopping = False
+        self.restarts = collections.defaultdict(collections.deque)  # role → monotonic restart times
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         if isinstance(msg, m.InitSupervisor):
@@ -93,6 +100,11 @@ class ClusterSupervisorActor(Actor):
     def _child_exited(self, address) -> None:
         if self.stopping or self.orphaned_at is not None or self.init is None:
             return
+        role = ("ResourceManager" if address == self.resource_manager else
+                "Dispatcher" if address == self.dispatcher else None)
+        if role is not None and not self._may_restart(role):
+            self._shut_down(f"the {role} exited {MAX_RESTARTS + 1} times within {RESTART_WINDOW_S:.0f} s")
+            return
         if address == self.resource_manager:
             cause = f"the ResourceManager (pid {self.pids.pop('ResourceManager', '?')}) exited"
             log.warning("%s: starting a new one", cause)
@@ -103,14 +115,27 @@ class ClusterSupervisorActor(Actor):
             log.warning("%s: starting a new one", cause)
             self._start_dispatcher(f"{cause} at {time.strftime('%H:%M:%S')} and was restarted")
 
+    def _may_restart(self, role: str) -> bool:
+        now = time.monotonic()
+        times = self.restarts[role]
+        while times and now - times[0] > RESTART_WINDOW_S:
+            times.popleft()
+        if len(times) >= MAX_RESTARTS:
+            return False
+        times.append(now)
+        return True
+
+    def _shut_down(self, why: str) -> None:
+        """Ask the control actors to exit; the next ticks kill what is left."""
+        self.orphaned_at = time.monotonic()
+        log.error("%s: shutting the cluster down", why)
+        for child in (self.dispatcher, self.resource_manager):
+            if child is not None:
+                self.send(child, ActorExitRequest())
+
     def _tick(self) -> None:
         if self.orphaned_at is None and self.watch.parent_died():
-            self.orphaned_at = time.monotonic()
-            log.error("the cluster's actor system admin (pid %s) exited: shutting the cluster down",
-                      self.watch.parent_pid)
-            for child in (self.dispatcher, self.resource_manager):
-                if child is not None:
-                    self.send(child, ActorExitRequest())
+            self._shut_down(f"the cluster's actor system admin (pid {self.watch.parent_pid}) exited")
         if self.orphaned_at is not None and time.monotonic() - self.orphaned_at > SHUTDOWN_GRACE_S:
             kill_cluster_process_group()  # whatever did not exit by now: Thespian's logger, a stuck task
         self.wakeupAfter(TICK)

@@ -254,3 +254,27 @@ def test_a_member_systems_task_executor_is_recreated_after_a_resource_manager_re
     assert sorted(env.from_collection(list(range(10))).map(lambda x: x * 2).execute_and_collect()) == \
         [x * 2 for x in range(10)]
     c.wait_no_task_processes()
+
+
+def test_a_dispatcher_that_keeps_dying_shuts_the_cluster_down_after_five_restarts(local_cluster):
+    c = local_cluster(1, 1, extra_env=HEARTBEATS)
+    c.remember_processes_silently()
+    for restart in range(6):
+        pid = roles(c)["Dispatcher"]
+        kill(c, pid)
+        if restart < 5:
+            wait_for(lambda: _alive_dispatcher(c, pid), 20, f"restart {restart + 1} of the Dispatcher")
+    c.remember_processes_silently()
+    wait_for(lambda: not any(_alive(p) for p in c.pids), 20, "every process of the cluster to exit")
+    log = Path(c.info()["log_file"]).read_text()
+    assert "ERROR rill.cluster.supervisor the Dispatcher exited 6 times within 60 s: shutting the cluster down" in log
+
+
+def _alive_dispatcher(cluster, old: int) -> bool:
+    """Whether a new Dispatcher (not ``old``) runs and answers."""
+    try:
+        new = roles(cluster)["Dispatcher"]
+    except (AssertionError, IndexError, KeyError, ValueError, TypeError):
+        return False
+    cluster.remember_processes_silently()
+    return new != old and status(cluster).returncode == 0
