@@ -37,10 +37,7 @@ def run_cluster_command(args) -> int:
         if args.action == "start":
             return _start(args, port, conf)
         if args.action == "stop":
-            from rill.runtime.cluster.standalone import stop_cluster  # noqa: PLC0415
-            found = stop_cluster(port, args.host)
-            print(f"rill: cluster at port {port} {'stopped' if found else 'was not running (cleaned up)'}")
-            return 0
+            return _stop(port, args.host)
         if args.action == "status":
             return _status(port)
         return _join(args, port, conf)
@@ -58,14 +55,27 @@ def _detached(args, port: int) -> int:
     so they must never hold this command's stdout (a caller reading it would wait forever)."""
     import subprocess  # noqa: PLC0415
 
-    from rill.runtime.cluster.actor_system import run_dir  # noqa: PLC0415
+    from rill.runtime.cluster.actor_system import lock_port, port_bindable, run_dir  # noqa: PLC0415
+    from rill.runtime.cluster.standalone import cluster_state  # noqa: PLC0415
+    # nothing of a running cluster (its record, its .out file) may be touched before these checks
+    lock = lock_port(port)
+    host = args.host or "127.0.0.1"
+    state = cluster_state(port, host)
+    if state.pids:
+        lock.close()
+        raise RuntimeError(f"A Rill cluster is already running at port {port} ({len(state.pids)} process(es), admin "
+                           f"pid {state.info.admin_pid}): see `rill cluster status --port {port}`")
+    if not port_bindable(host, port):
+        lock.close()
+        who = f" by pid {state.listener}" if state.listener else ""
+        raise RuntimeError(f"Port {port} on {host} is in use{who}: choose another --port")
     argv = [sys.executable, "-m", "rill.cli", "cluster", args.action, "--in-process", "--port", str(port)]
     for flag, value in (("--task-executors", args.task_executors), ("--slots", args.slots), ("--host", args.host),
                         ("--leader", args.leader), ("--secret-file", args.secret_file)):
         if value is not None:
             argv += [flag, str(value)]
     log = run_dir() / f"cluster-{port}.out"  # the processes' stdout (print sinks), as Flink's .out files
-    with open(log, "wb") as out:
+    with lock, open(log, "wb") as out:
         rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                             start_new_session=True).returncode
     text = log.read_text(errors="replace")
@@ -131,9 +141,32 @@ def _warn_if_exposed(host: str, port: int) -> None:
           file=sys.stderr)
 
 
+def _stop(port: int, host) -> int:
+    from rill.runtime.cluster.standalone import stop_cluster  # noqa: PLC0415
+    pids = stop_cluster(port, host)
+    if pids:
+        print(f"rill: cluster at port {port} stopped ({len(pids)} process(es) ended)")
+    else:
+        print(f"rill: cluster at port {port} was not running (none of its processes was left); its record was "
+              "removed")
+    return 0
+
+
 def _status(port: int, jobs_only: bool = False) -> int:
-    from rill.runtime.cluster.standalone import cluster_overview  # noqa: PLC0415
-    info = read_cluster_info(port)
+    from rill.runtime.cluster.standalone import cluster_overview, cluster_state  # noqa: PLC0415
+    state = cluster_state(port)
+    info = state.info
+    if info is not None and info.identity is not None and not state.admin_running:
+        left = (f"{len(state.pids)} of its processes are still running (pids {' '.join(map(str, state.pids))}): "
+                f"`rill cluster stop --port {port}` ends them" if state.pids else
+                f"none of its processes is left; `rill cluster stop --port {port}` removes its record")
+        print(f"rill: the cluster at port {port} is not running: its admin (pid {info.admin_pid}) exited; {left}",
+              file=sys.stderr)
+        return 1
+    if info is None and state.listener is not None:
+        print(f"rill: no Rill cluster was started at port {port} from this run directory; the process listening "
+              f"there (pid {state.listener}) is not one", file=sys.stderr)
+        return 1
     overview = cluster_overview(port)
     if not jobs_only:
         where = info.address if info else f"port {port}"

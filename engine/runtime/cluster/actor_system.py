@@ -50,14 +50,15 @@ __all__ = [
     "read_cluster_info",
     "parse_cluster_target",
     "free_port",
+    "port_in_use",
+    "port_bindable",
     "SYSTEM_BASE",
-    "DISPATCHER_NAME",
-    "RESOURCE_MANAGER_NAME",
+    "SUPERVISOR_NAME",
+    "lock_port",
 ]
 
 SYSTEM_BASE = "multiprocTCPBase"
-DISPATCHER_NAME = "rill.dispatcher"
-RESOURCE_MANAGER_NAME = "rill.resourcemanager"
+SUPERVISOR_NAME = "rill.supervisor"
 DEFAULT_PORT = 6123  # Flink's jobmanager.rpc.port
 
 
@@ -81,6 +82,10 @@ class ClusterInfo:
     :ivar log_file: where the actors log.
     :ivar task_executors: TaskExecutors started with the cluster.
     :ivar slots: slots per TaskExecutor.
+    :ivar process_group: the admin's process group (every process of the cluster is in it).
+    :ivar admin_start_ticks: the admin's start time in clock ticks since boot.
+    :ivar cmdline: the admin's command line (every cluster process shares it); with the two
+        above, what :mod:`~rill.runtime.cluster.processes` identifies the cluster's processes by.
     """
 
     host: str
@@ -90,6 +95,18 @@ class ClusterInfo:
     log_file: str
     task_executors: int
     slots: int
+    process_group: int = 0
+    admin_start_ticks: int = 0
+    cmdline: str = ""
+
+    @property
+    def identity(self):
+        """The :class:`~rill.runtime.cluster.processes.ProcessIdentity` of the cluster's
+        processes, or ``None`` for a record written without one."""
+        from rill.runtime.cluster.processes import ProcessIdentity  # noqa: PLC0415
+        if not self.process_group or not self.cmdline:
+            return None
+        return ProcessIdentity(self.process_group, self.admin_start_ticks, self.cmdline)
 
     @property
     def secret(self) -> bytes:
@@ -193,6 +210,43 @@ def max_message_bytes(configuration=None) -> int:
 
 def remove_cluster_info(port: int) -> None:
     _info_path(port).unlink(missing_ok=True)
+
+
+def lock_port(port: int):
+    """Take the run directory's exclusive lock for ``port`` (``cluster-<port>.lock``): one
+    ``rill cluster start``/``join`` per port at a time. Returns the open lock file (the lock
+    lasts until it is closed or the process exits).
+
+    :raises RuntimeError: when another start holds the lock.
+    """
+    import fcntl  # noqa: PLC0415
+
+    f = open(run_dir() / f"cluster-{port}.lock", "a")  # noqa: SIM115 - held by the caller
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise RuntimeError(f"Another `rill cluster start` (or join) on port {port} is in progress: "
+                           "wait for it, then see `rill cluster status"
+                           f"{'' if port == DEFAULT_PORT else f' --port {port}'}`") from None
+    return f
+
+
+def port_in_use(host: str, port: int, timeout_s: float = 1.0) -> bool:
+    """Whether something accepts TCP connections at ``host:port``."""
+    return _port_in_use(host, port, timeout_s)
+
+
+def port_bindable(host: str, port: int) -> bool:
+    """Whether this process could listen on ``host:port`` now -- found out by binding, so
+    that a server already listening there is not even connected to."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
 
 
 def parse_cluster_target(target: str, default_port: int) -> Tuple[str, int]:

@@ -21,13 +21,13 @@ import cloudpickle
 from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.actor_system import (
-    DISPATCHER_NAME,
-    RESOURCE_MANAGER_NAME,
+    SUPERVISOR_NAME,
     ClusterNotRunningError,
     _port_in_use,
     cluster_secret,
     connect,
     parse_cluster_target,
+    port_in_use,
     read_cluster_info,
 )
 from rill.runtime.cluster.shipping import ship_job_graph
@@ -38,13 +38,19 @@ __all__ = ["ClusterClient", "ClusterJobClient", "submit_to_cluster"]
 
 POLL_INTERVAL_S = 0.05
 ASK_TIMEOUT_S = 10.0
+#: A job's poller waits this long for one report before it checks that the cluster still listens.
+POLL_TIMEOUT_S = 2.0
+#: A job's poller gives up on a cluster that still listens but has not answered for this long.
+LOST_CONTACT_S = 20.0
 _clients: Dict[Tuple[str, int], "ClusterClient"] = {}
 _clients_lock = threading.Lock()
 
 
 class ClusterClient:
     """A connection to the cluster at ``host:port``, signing with the cluster's ``secret``
-    (default: :func:`~rill.runtime.cluster.actor_system.cluster_secret` of ``port``).
+    (default: :func:`~rill.runtime.cluster.actor_system.cluster_secret` of ``port``). The
+    Dispatcher and ResourceManager are looked up at the cluster's supervisor for every request,
+    since the supervisor replaces them when their processes exit.
 
     :raises ClusterNotRunningError: when no cluster answers there.
     :raises ClusterSecretError: when no secret is given and none is found.
@@ -55,11 +61,37 @@ class ClusterClient:
         self.secret = cluster_secret(port) if secret is None else secret
         self._lock = threading.Lock()
         self._system = connect(host, port, secret=self.secret)
-        from rill.runtime.cluster.dispatcher import DispatcherActor  # noqa: PLC0415
-        from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
+        from rill.runtime.cluster.supervisor import ClusterSupervisorActor  # noqa: PLC0415
         with self._lock:
-            self.dispatcher = self._system.createActor(DispatcherActor, globalName=DISPATCHER_NAME)
-            self.resource_manager = self._system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
+            self.supervisor = self._system.createActor(ClusterSupervisorActor, globalName=SUPERVISOR_NAME)
+
+    def leaders(self, timeout_s: float = ASK_TIMEOUT_S) -> m.Leaders:
+        """The current Dispatcher and ResourceManager.
+
+        :raises ClusterNotRunningError: when the supervisor does not answer, or is a new one
+            (Thespian creates a global-name actor that is gone anew) that runs no cluster.
+        """
+        leaders = self.ask(self.supervisor, m.RequestLeaders(), timeout_s)
+        if leaders.dispatcher is None or leaders.resource_manager is None:
+            raise ClusterNotRunningError(
+                f"The cluster at cluster://{self.host}:{self.port} is not running: its supervisor has no Dispatcher "
+                f"and ResourceManager (the cluster is shutting down); stop it with `rill cluster stop --port "
+                f"{self.port}`")
+        return leaders
+
+    @property
+    def dispatcher(self):
+        """The current Dispatcher's address."""
+        return self.leaders().dispatcher
+
+    @property
+    def resource_manager(self):
+        """The current ResourceManager's address."""
+        return self.leaders().resource_manager
+
+    def listening(self) -> bool:
+        """Whether the cluster's admin still accepts connections."""
+        return port_in_use(self.host, self.port, 1.0)
 
     @classmethod
     def for_address(cls, host: str, port: int, secret: Optional[bytes] = None) -> "ClusterClient":
@@ -92,16 +124,17 @@ class ClusterClient:
 
     def overview(self) -> m.ClusterOverview:
         """TaskExecutors (from the ResourceManager) and jobs (from the Dispatcher)."""
-        tes = self.ask(self.resource_manager, m.RequestClusterOverview())
-        jobs = self.ask(self.dispatcher, m.RequestClusterOverview())
+        leaders = self.leaders()
+        tes = self.ask(leaders.resource_manager, m.RequestClusterOverview())
+        jobs = self.ask(leaders.dispatcher, m.RequestClusterOverview())
         return m.ClusterOverview(tes.task_executors, jobs.jobs)
 
     def cancel(self, job_id: str) -> bool:
         """Cancel ``job_id``; returns whether the cluster knows the job."""
         return self.ask(self.dispatcher, m.CancelJob(job_id)).known
 
-    def job_report(self, job_id: str):
-        return self.ask(self.dispatcher, m.RequestJobStatus(job_id))
+    def job_report(self, job_id: str, timeout_s: float = ASK_TIMEOUT_S):
+        return self.ask(self.leaders(timeout_s).dispatcher, m.RequestJobStatus(job_id), timeout_s)
 
     def submit(self, job_graph, configuration, job_parameters=None, collect_channel=None) -> "ClusterJobClient":
         """Ship ``job_graph`` and start it; returns its :class:`ClusterJobClient`.
@@ -179,14 +212,19 @@ class ClusterJobClient:
 
     # -- polling -------------------------------------------------------------------------------
     def _poll(self) -> None:
-        failures = 0
+        last_answer = time.monotonic()
         while True:
             try:
-                report = self._client.job_report(self._job_id)
-                failures = 0
+                report = self._client.job_report(self._job_id, POLL_TIMEOUT_S)
+                last_answer = time.monotonic()
             except Exception as e:  # noqa: BLE001 - the cluster may be gone
-                failures += 1
-                if failures >= 3:
+                if not self._client.listening():
+                    self._finish(None, JobExecutionException(
+                        self._job_id, f"Job '{self._job_name}' ({self._job_id}) failed: the cluster at "
+                                      f"cluster://{self._client.host}:{self._client.port} is gone (its actor "
+                                      "system admin no longer listens)"), None)
+                    return
+                if time.monotonic() - last_answer > LOST_CONTACT_S:
                     self._finish(None, JobExecutionException(
                         self._job_id, f"Lost contact with the cluster running job '{self._job_name}' "
                                       f"({self._job_id}): {e}"), None)
@@ -199,9 +237,10 @@ class ClusterJobClient:
                     result, error, cause = cloudpickle.loads(report.result)
                     self._finish(result, error, cause)
                     return
-            elif isinstance(report, m.UnknownJob):
+            elif isinstance(report, m.UnknownJob) and report.final:
+                why = f": {report.reason}" if report.reason else ""
                 self._finish(None, JobExecutionException(
-                    self._job_id, f"The cluster no longer knows job '{self._job_name}' ({self._job_id})"), None)
+                    self._job_id, f"The cluster no longer knows job '{self._job_name}' ({self._job_id}){why}"), None)
                 return
             time.sleep(POLL_INTERVAL_S)
 

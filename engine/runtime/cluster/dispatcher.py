@@ -4,18 +4,32 @@ reports its JobMasters push, forwards cancellations, and keeps the final report 
 ``MAX_ARCHIVED`` jobs (Flink's ``jobstore.max-capacity``) after their JobMasters exit.
 
 It never loads user code: the JobGraph stays bytes until the JobMaster's process loads it.
+
+Failures of the processes around it: a JobMaster whose process exits (Thespian's
+``ChildActorExited``, immediate) fails its job with that cause, and the ResourceManager frees
+the job's slots and has its TaskExecutors stop its tasks (``JobMasterLost``); a lost
+ResourceManager (``ResourceManagerLost`` from the supervisor) fails every running job; when its
+own parent, the supervisor, is gone, nothing can restart or find the control actors any more:
+the Dispatcher shuts the cluster down (see ``kill_cluster_process_group``). A
+Dispatcher restarted by the supervisor has lost its jobs: it answers for unknown jobs with the
+reason, non-final while the old jobs' orphaned JobMasters may still send their final reports.
 """
 
 from __future__ import annotations
 
 import collections
 import logging
+import os
+import time
+from datetime import timedelta
+from typing import Optional
 
 import cloudpickle
-from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage
+from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage, WakeupMessage
 
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.job_master_actor import JobMasterActor
+from rill.runtime.cluster.liveness import SHUTDOWN_GRACE_S, ParentWatch, kill_cluster_process_group
 from rill.runtime.errors import JobExecutionException
 
 __all__ = ["DispatcherActor"]
@@ -23,6 +37,7 @@ __all__ = ["DispatcherActor"]
 log = logging.getLogger("rill.cluster.dispatcher")
 
 MAX_ARCHIVED = 100
+TICK = timedelta(milliseconds=200)
 
 
 class DispatcherActor(Actor):
@@ -34,20 +49,33 @@ class DispatcherActor(Actor):
         self.secret = None
         self.job_masters = {}  # job id → JobMaster address (while it runs)
         self.reports: "collections.OrderedDict[str, m.JobStatusReport]" = collections.OrderedDict()
+        self.init: Optional[m.InitDispatcher] = None
+        self.started = time.monotonic()
+        self.watch = ParentWatch()
+        self.orphaned_at: Optional[float] = None
 
-    def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
+    def receiveMessage(self, msg, sender):  # noqa: N802, C901 - Thespian's name; one dispatch
         if isinstance(msg, m.InitDispatcher):
+            self.init = msg
             self.resource_manager, self.secret = msg.resource_manager, msg.secret
+            self.started = time.monotonic()
             import rill.datastream  # noqa: F401, PLC0415 - JobMasters fork from here with it loaded
             import rill.runtime.jobmaster.job_master  # noqa: F401, PLC0415
-            self.send(sender, m.Ack())
+            self.send(sender, m.ControlActorStarted("Dispatcher", os.getpid()))
+            self.wakeupAfter(TICK)
+        elif isinstance(msg, WakeupMessage):
+            self._tick()
+        elif isinstance(msg, m.ResourceManagerLost):
+            self.resource_manager = msg.resource_manager
+            for jm in self.job_masters.values():
+                self.send(jm, msg)
         elif isinstance(msg, m.SubmitJob):
             self._submit(msg, sender)
         elif isinstance(msg, m.JobStatusReport):
             self._store(msg)
         elif isinstance(msg, m.RequestJobStatus):
             report = self.reports.get(msg.job_id)
-            self.send(sender, report if report is not None else m.UnknownJob(msg.job_id))
+            self.send(sender, report if report is not None else self._unknown(msg.job_id))
         elif isinstance(msg, m.CancelJob):
             jm = self.job_masters.get(msg.job_id)
             if jm is not None:
@@ -73,13 +101,39 @@ class DispatcherActor(Actor):
         jm = self.createActor(JobMasterActor)
         self.job_masters[msg.job_id] = jm
         self._store(m.JobStatusReport(msg.job_id, msg.job_name, "CREATED", {}, [], [], (0, None), False, None))
-        self.send(jm, m.StartJobMaster(msg.job_id, msg, self.myAddress, self.resource_manager, self.secret))
+        init = self.init
+        self.send(jm, m.StartJobMaster(msg.job_id, msg, self.myAddress, self.resource_manager, self.secret,
+                                       init.supervisor if init else None,
+                                       init.heartbeat_interval_ms if init else 1000))
         self.send(sender, m.JobSubmitted(msg.job_id, msg.job_name))
+
+    def _tick(self) -> None:
+        """Without its supervisor nothing restarts the cluster's control actors and clients
+        cannot find them: the cluster shuts down (the JobMasters stop their tasks first)."""
+        if self.orphaned_at is None and self.watch.parent_died():
+            self.orphaned_at = time.monotonic()
+            log.error("the cluster's supervisor (pid %s) exited: shutting the cluster down", self.watch.parent_pid)
+            for jm in self.job_masters.values():
+                self.send(jm, ActorExitRequest())
+        if self.orphaned_at is not None and time.monotonic() - self.orphaned_at > SHUTDOWN_GRACE_S:
+            kill_cluster_process_group()
+        self.wakeupAfter(TICK)
+
+    def _unknown(self, job_id: str) -> m.UnknownJob:
+        if self.init is None:  # a client can reach a new Dispatcher before the supervisor's InitDispatcher
+            return m.UnknownJob(job_id, "the Dispatcher is starting", final=False)
+        previous = self.init.previous_exit
+        if previous is None:
+            return m.UnknownJob(job_id)
+        recovering = (time.monotonic() - self.started) * 1000 < self.init.recovery_ms
+        return m.UnknownJob(job_id, f"{previous}; the jobs it ran were lost with it", final=not recovering)
 
     def _store(self, report: m.JobStatusReport) -> None:
         old = self.reports.get(report.job_id)
         if old is not None and old.result is not None:
             return  # final already
+        if old is not None and report.job_master_pid is None:
+            report.job_master_pid = old.job_master_pid
         self.reports[report.job_id] = report
         if report.result is not None:
             jm = self.job_masters.pop(report.job_id, None)
@@ -95,7 +149,13 @@ class DispatcherActor(Actor):
                 del self.job_masters[job_id]
                 report = self.reports.get(job_id)
                 if report is not None and report.result is None:
-                    error = JobExecutionException(job_id, f"Job '{report.job_name}' ({job_id}) failed: its "
-                                                          "JobMaster process exited")
+                    pid = report.job_master_pid if report.job_master_pid is not None else "?"
+                    cause = f"its JobMaster (pid {pid}) exited"
+                    log.warning("job %s failed: %s", job_id, cause)
+                    error = JobExecutionException(job_id, f"Job '{report.job_name}' ({job_id}) failed: {cause}")
                     report.status = "FAILED"
                     report.result = cloudpickle.dumps((None, error, None))
+                    # its tasks would run on and hold their slots: the ResourceManager frees the
+                    # slots and has the TaskExecutors stop the tasks
+                    if self.resource_manager is not None:
+                        self.send(self.resource_manager, m.JobMasterLost(job_id, cause))

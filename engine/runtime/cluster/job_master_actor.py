@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
+import time
 from datetime import timedelta
 from typing import Dict, List, Optional
 
@@ -27,12 +29,14 @@ from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessag
 
 from rill.graph.states import ExecutionState
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.liveness import ParentWatch
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
 from rill.runtime.rest.snapshot import snapshot_job_master
 
-__all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "TaskExecutorLostException"]
+__all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "TaskExecutorLostException",
+           "ControlProcessLostException"]
 
 log = logging.getLogger("rill.cluster.jobmaster")
 
@@ -42,6 +46,11 @@ REPORT_INTERVAL = timedelta(milliseconds=100)
 class TaskExecutorLostException(Exception):
     """The TaskExecutor that hosted a task is gone (Flink's ``TaskManagerLostException`` /
     "TaskManager with id ... is no longer reachable")."""
+
+
+class ControlProcessLostException(Exception):
+    """A control process the job depended on (its Dispatcher, the ResourceManager) exited while
+    the job ran; there is no JobManager fail-over (Flink's would need HA services)."""
 
 
 class _RemoteMetrics:
@@ -140,6 +149,11 @@ class JobMasterActor(Actor):
         self.deployed = False
         self.final_sent = False
         self.early_failure: Optional[BaseException] = None
+        self.supervisor = None
+        self.heartbeat_interval_s = 1.0
+        self.last_heartbeat = 0.0
+        self.watch = ParentWatch()
+        self.orphaned = False
 
     def receiveMessage(self, msg, sender):  # noqa: N802, C901 - Thespian's name; one dispatch
         try:
@@ -190,7 +204,14 @@ class JobMasterActor(Actor):
             lost = [t for t in self.deployer.tasks.values() if t.slot.resource_id == msg.resource_id] \
                 if self.deployer else []
             self._fail_tasks(lost, msg.cause)
+        elif isinstance(msg, m.ResourceManagerLost):
+            # its TaskExecutors exit with it, and every task with them: none would confirm a cancel
+            self.resource_manager = msg.resource_manager
+            self._fail_tasks(list(self.deployer.tasks.values()) if self.deployer else [], msg.cause,
+                             ControlProcessLostException)
         elif isinstance(msg, WakeupMessage):
+            self._check_dispatcher()
+            self._heartbeat()
             self._report()
         elif isinstance(msg, ActorExitRequest):
             self._release_tasks()
@@ -207,6 +228,8 @@ class JobMasterActor(Actor):
         self.job_id = msg.job_id
         self.dispatcher = msg.dispatcher
         self.resource_manager = msg.resource_manager
+        self.supervisor = msg.supervisor
+        self.heartbeat_interval_s = msg.heartbeat_interval_ms / 1000.0
         self.submission = sub = msg.submission
         conf = sub.configuration
         self.wakeupAfter(REPORT_INTERVAL)
@@ -313,11 +336,37 @@ class JobMasterActor(Actor):
             error = error_type(cause)
             t.update_state(ExecutionState.FAILED, TaskFailure(t.task_name_with_subtasks, None, error, ""))
 
-    def _fail_all(self, cause: str) -> None:
+    def _fail_all(self, cause: str, error_type=TaskExecutorLostException) -> None:
         try:
-            self._fail_tasks([], cause)
+            self._fail_tasks([], cause, error_type)
         except Exception:  # noqa: BLE001
             log.exception("JobMaster %s: could not fail the job", self.job_id)
+
+    # -- liveness -----------------------------------------------------------------------------------
+    def _check_dispatcher(self) -> None:
+        """When the Dispatcher's process is gone, fail the job with that cause, send the final
+        report to the supervisor (which hands it to the new Dispatcher) and exit."""
+        if self.orphaned or not self.watch.parent_died():
+            return
+        self.orphaned = True
+        cause = f"the Dispatcher (pid {self.watch.parent_pid}) exited"
+        log.error("JobMaster %s: %s: failing the job", self.job_id, cause)
+        self.dispatcher = self.supervisor
+        if self.final_sent or self.supervisor is None:
+            self._release_tasks()
+            self.send(self.myAddress, ActorExitRequest())
+            return
+        self._fail_all(cause, ControlProcessLostException)
+
+    def _heartbeat(self) -> None:
+        """``JobMasterHeartbeat`` to every TaskExecutor with a slot of this job, every
+        ``heartbeat.interval``."""
+        now = time.monotonic()
+        if self.deployer is None or self.final_sent or now - self.last_heartbeat < self.heartbeat_interval_s:
+            return
+        self.last_heartbeat = now
+        for te in {str(s.task_executor): s.task_executor for s in self.deployer.slots}.values():
+            self.send(te, m.JobMasterHeartbeat(self.job_id))
 
     # -- end and reports --------------------------------------------------------------------------
     def _on_terminal(self, jm) -> None:
@@ -346,6 +395,8 @@ class JobMasterActor(Actor):
         self.send(self.dispatcher, report)
         if report.result is not None:
             self.final_sent = True  # the Dispatcher stops this actor once it has the final report
+            if self.orphaned:  # no Dispatcher will: stop here
+                self.send(self.myAddress, ActorExitRequest())
         else:
             self.wakeupAfter(REPORT_INTERVAL)
 
@@ -353,7 +404,7 @@ class JobMasterActor(Actor):
         sub = self.submission
         if self.jm is None:
             return m.JobStatusReport(self.job_id, sub.job_name, "FAILED", {}, [], [], (0, None), False, 0,
-                                     _pickle_outcome(None, self.early_failure))
+                                     _pickle_outcome(None, self.early_failure), os.getpid())
         jm = self.jm
         result = None
         if jm.result_future.done():
@@ -366,7 +417,8 @@ class JobMasterActor(Actor):
             metrics=jm.task_metrics(), vertex_summaries=jm.vertex_summaries(),
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
-            net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm))
+            net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm),
+            job_master_pid=os.getpid())
 
     def _rest_snapshot(self, jm):
         """The job as the REST API shows it; None (logged) if it cannot be read: the REST

@@ -95,7 +95,17 @@ class ClusterOverview:
 
 @dataclass(frozen=True)
 class UnknownJob:
+    """The Dispatcher does not know ``job_id``.
+
+    :ivar reason: why, when the Dispatcher can tell (it was restarted after its process
+        exited, and the jobs it ran were lost with it).
+    :ivar final: ``False`` while a restarted Dispatcher may still receive the job's final
+        report from its orphaned JobMaster: the client keeps asking.
+    """
+
     job_id: str
+    reason: Optional[str] = None
+    final: bool = True
 
 
 @dataclass(repr=False)
@@ -119,6 +129,7 @@ class JobStatusReport:
     result: Optional[bytes] = None
     #: the job as the REST API shows it (``rill.runtime.rest.snapshot.JobSnapshot``)
     rest_snapshot: Any = None
+    job_master_pid: Optional[int] = None
 
     __repr__ = _short_repr
 
@@ -133,6 +144,8 @@ class StartJobMaster:
     dispatcher: Any
     resource_manager: Any
     secret: bytes
+    supervisor: Any = None
+    heartbeat_interval_ms: int = 1000
 
     __repr__ = _short_repr
 
@@ -202,8 +215,21 @@ class InitResourceManager:
 
 @dataclass(frozen=True)
 class InitDispatcher:
+    """Supervisor → Dispatcher.
+
+    :ivar supervisor: the cluster's supervisor (orphaned JobMasters send it their reports).
+    :ivar heartbeat_interval_ms: how often JobMasters send ``JobMasterHeartbeat``.
+    :ivar previous_exit: set on a restarted Dispatcher: what happened to the previous one.
+    :ivar recovery_ms: how long a restarted Dispatcher answers unknown jobs with a non-final
+        ``UnknownJob`` (their orphaned JobMasters' reports may still arrive).
+    """
+
     resource_manager: Any
     secret: bytes
+    supervisor: Any = None
+    heartbeat_interval_ms: int = 1000
+    previous_exit: Optional[str] = None
+    recovery_ms: int = 0
 
 
 @dataclass(frozen=True)
@@ -223,6 +249,7 @@ class InitTaskExecutor:
     host: str
     resource_manager: Any
     heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int = 50000
 
 
 @dataclass(frozen=True)
@@ -239,8 +266,86 @@ class Heartbeat:
 
 
 @dataclass(frozen=True)
+class HeartbeatAck:
+    """ResourceManager → TaskExecutor, for each ``Heartbeat`` of a registered TaskExecutor: one
+    that hears none for ``heartbeat.timeout`` ms has lost its ResourceManager (or was declared
+    lost by it) and exits."""
+
+
+@dataclass(frozen=True)
 class Ack:
     pass
+
+
+# ---------------------------------------------------------------- supervision and liveness
+
+
+@dataclass(frozen=True)
+class InitSupervisor:
+    """``rill cluster start`` → ClusterSupervisor: create the ResourceManager (with
+    ``task_executors`` TaskExecutors of ``slots`` slots, kept at that number) and the Dispatcher.
+    Heartbeat settings in ms (Flink's ``heartbeat.interval``/``heartbeat.timeout``)."""
+
+    secret: bytes
+    heartbeat_interval_ms: int
+    heartbeat_timeout_ms: int
+    task_executors: int
+    slots: int
+    host: str
+
+
+@dataclass(frozen=True)
+class ControlActorStarted:
+    """Dispatcher / ResourceManager → supervisor once initialized: its role and pid."""
+
+    role: str
+    pid: int
+
+
+@dataclass(frozen=True)
+class RequestLeaders:
+    """Client → supervisor: the current Dispatcher and ResourceManager."""
+
+
+@dataclass(frozen=True)
+class Leaders:
+    dispatcher: Any
+    resource_manager: Any
+
+
+@dataclass(frozen=True)
+class ResourceManagerLost:
+    """Supervisor → Dispatcher → every JobMaster: the ResourceManager's process exited (its
+    TaskExecutors and their tasks exit with it); ``resource_manager`` is its replacement."""
+
+    cause: str
+    resource_manager: Any
+
+
+@dataclass(frozen=True)
+class JobMasterLost:
+    """Dispatcher → ResourceManager: a JobMaster's process exited; free the job's slots and
+    have its TaskExecutors stop its tasks."""
+
+    job_id: str
+    cause: str
+
+
+@dataclass(frozen=True)
+class CancelJobTasks:
+    """ResourceManager → TaskExecutor: stop every task of ``job_id`` (its JobMaster is gone)."""
+
+    job_id: str
+    cause: str
+
+
+@dataclass(frozen=True)
+class JobMasterHeartbeat:
+    """JobMaster → each TaskExecutor running its tasks, every ``heartbeat.interval`` ms (Flink's
+    JobMaster↔TaskExecutor heartbeat): without one for ``heartbeat.timeout`` ms the
+    TaskExecutor stops the job's tasks and frees their slots."""
+
+    job_id: str
 
 
 # ---------------------------------------------------------------- JobMaster ↔ TaskExecutor ↔ StreamTask

@@ -90,6 +90,10 @@ class SlotManager:
                 n += 1
         return n
 
+    def task_executors_of(self, job_id: str) -> List[RegisteredTaskExecutor]:
+        """The TaskExecutors holding at least one slot of ``job_id``."""
+        return [te for te in self.task_executors.values() if job_id in te.allocated.values()]
+
     def remove(self, resource_id: str) -> Tuple[Optional[RegisteredTaskExecutor], Set[str]]:
         """Forget a TaskExecutor; returns it and the jobs that had slots on it."""
         te = self.task_executors.pop(resource_id, None)

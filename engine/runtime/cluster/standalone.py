@@ -2,27 +2,33 @@
 scripts ``start-cluster.sh`` / ``taskmanager.sh start`` / ``stop-cluster.sh``), used by the
 ``rill cluster`` command.
 
-A cluster is one Thespian actor system (the leader: Dispatcher, ResourceManager and the
-TaskExecutors started with it) plus, optionally, member systems that joined its convention,
-each contributing one TaskExecutor -- on other hosts, or on this one at other ports. When the
-configuration sets ``rest.port``, the cluster's REST endpoint process starts with it and stops
-with it (``rill.runtime.rest.cluster_endpoint``).
+A cluster is one Thespian actor system (the leader: a supervisor that keeps the Dispatcher and
+the ResourceManager alive, and the TaskExecutors started with it) plus, optionally, member
+systems that joined its convention, each contributing one TaskExecutor -- on other hosts, or
+on this one at other ports. When the configuration sets ``rest.port``, the cluster's REST
+endpoint process starts with it and stops with it (``rill.runtime.rest.cluster_endpoint``).
+
+``stop`` and ``status`` act only on processes they can identify as the cluster's from what
+``start`` recorded (see :mod:`~rill.runtime.cluster.processes`): never on whatever else listens
+on the port.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Optional
+from dataclasses import dataclass
+from typing import List, Optional
 
 from rill.common.configuration import ConfigOptions, Configuration, load_configuration
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster import processes
 from rill.runtime.cluster.actor_system import (
-    DISPATCHER_NAME,
-    RESOURCE_MANAGER_NAME,
+    SUPERVISOR_NAME,
     ClusterInfo,
     ClusterNotRunningError,
     ClusterSecretError,
     admin_pid,
+    connect,
     max_message_bytes,
     new_secret,
     read_cluster_info,
@@ -35,7 +41,7 @@ from rill.runtime.cluster.actor_system import (
 from rill.runtime.rest.cluster_endpoint import spawn_endpoint, stop_endpoint
 from rill.runtime.rest.options import RestEndpointConfig
 
-__all__ = ["start_cluster", "join_cluster", "stop_cluster", "cluster_overview"]
+__all__ = ["start_cluster", "join_cluster", "stop_cluster", "cluster_overview", "cluster_state", "ClusterState"]
 
 
 def start_cluster(task_executors: int, slots: int, port: Optional[int] = None, host: Optional[str] = None,
@@ -55,20 +61,18 @@ def start_cluster(task_executors: int, slots: int, port: Optional[int] = None, h
     log_file = str(run_dir() / f"cluster-{port}.log")
     secret = new_secret()  # before the actor system: its processes fork with it
     system = start_actor_system(host, port, log_file, secret=secret, max_bytes=max_message_bytes(conf))
-    from rill.runtime.cluster.dispatcher import DispatcherActor  # noqa: PLC0415
-    from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
+    from rill.runtime.cluster.supervisor import ClusterSupervisorActor  # noqa: PLC0415
     try:
-        rm = system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
-        _ask(system, rm, m.InitResourceManager(conf.get(ConfigOptions.HEARTBEAT_INTERVAL),
-                                               conf.get(ConfigOptions.HEARTBEAT_TIMEOUT)))
-        dispatcher = system.createActor(DispatcherActor, globalName=DISPATCHER_NAME)
-        _ask(system, dispatcher, m.InitDispatcher(rm, secret))
-        _ask(system, rm, m.StartTaskExecutors(task_executors, slots, host))
-        _wait_registered(system, rm, task_executors, timeout_s)
+        supervisor = system.createActor(ClusterSupervisorActor, globalName=SUPERVISOR_NAME)
+        leaders = _ask(system, supervisor, m.InitSupervisor(
+            secret, conf.get(ConfigOptions.HEARTBEAT_INTERVAL), conf.get(ConfigOptions.HEARTBEAT_TIMEOUT),
+            task_executors, slots, host))
+        _wait_registered(system, leaders.resource_manager, task_executors, timeout_s)
     except BaseException:
         system.shutdown()
         raise
-    info = ClusterInfo(host, port, secret.hex(), admin_pid(host, port) or 0, log_file, task_executors, slots)
+    info = _with_identity(ClusterInfo(host, port, secret.hex(), admin_pid(host, port) or 0, log_file,
+                                      task_executors, slots))
     write_cluster_info(info)
     if RestEndpointConfig.is_requested(conf):  # the REST API: a process of its own (rest.cluster_endpoint)
         try:
@@ -77,6 +81,15 @@ def start_cluster(task_executors: int, slots: int, port: Optional[int] = None, h
             stop_cluster(port, host)
             raise
     return info
+
+
+def _with_identity(info: ClusterInfo) -> ClusterInfo:
+    """``info`` with its admin's process identity (what stop and status identify it by)."""
+    identity = processes.identify(info.admin_pid) if info.admin_pid else None
+    if identity is None:
+        return info
+    return ClusterInfo(**{**info.__dict__, "process_group": identity.process_group,
+                          "admin_start_ticks": identity.start_ticks, "cmdline": identity.cmdline})
 
 
 def join_cluster(leader_host: str, leader_port: int, port: int, slots: int, resource_id: Optional[str] = None,
@@ -94,11 +107,11 @@ def join_cluster(leader_host: str, leader_port: int, port: int, slots: int, reso
     """
     if not secret:
         raise ClusterSecretError("Joining a cluster needs its secret (rill cluster join --secret-file FILE)")
-    from rill.runtime.cluster.actor_system import connect  # noqa: PLC0415
-    from rill.runtime.cluster.resource_manager import ResourceManagerActor  # noqa: PLC0415
+    from rill.runtime.cluster.supervisor import ClusterSupervisorActor  # noqa: PLC0415
     max_bytes = max_message_bytes(load_configuration(configuration))
     leader_system = connect(leader_host, leader_port, secret=secret)
-    rm = leader_system.createActor(ResourceManagerActor, globalName=RESOURCE_MANAGER_NAME)
+    supervisor = leader_system.createActor(ClusterSupervisorActor, globalName=SUPERVISOR_NAME)
+    rm = _ask(leader_system, supervisor, m.RequestLeaders()).resource_manager
     resource_id = resource_id or f"taskexecutor-{host}-{port}"
     log_file = str(run_dir() / f"cluster-{port}.log")
     start_actor_system(host, port, log_file, {
@@ -115,23 +128,82 @@ def join_cluster(leader_host: str, leader_port: int, port: int, slots: int, reso
             raise RuntimeError(f"TaskExecutor {resource_id} at {host}:{port} did not register with the cluster at "
                                f"{leader_host}:{leader_port} within {timeout_s} s")
         time.sleep(0.1)
-    info = ClusterInfo(host, port, secret.hex(), admin_pid(host, port) or 0, log_file, 1, slots)
+    info = _with_identity(ClusterInfo(host, port, secret.hex(), admin_pid(host, port) or 0, log_file, 1, slots))
     write_cluster_info(info)
     return info
 
 
-def stop_cluster(port: int, host: Optional[str] = None) -> bool:
-    """Stop the actor system at ``port`` (every actor process exits) and forget it.
+@dataclass(frozen=True)
+class ClusterState:
+    """What this machine can tell about the cluster recorded at a port, without asking it.
 
-    :returns: whether a running cluster was found.
+    :ivar info: the record ``rill cluster start`` wrote (``None``: none in the run directory).
+    :ivar pids: the live processes identified as the cluster's.
+    :ivar admin_running: whether the recorded admin is one of them.
+    :ivar listener: the pid listening on the port, if any (the cluster's admin or a stranger).
     """
+
+    port: int
+    info: Optional[ClusterInfo]
+    pids: List[int]
+    admin_running: bool
+    listener: Optional[int]
+
+    @property
+    def foreign_listener(self) -> Optional[int]:
+        """The pid of a process that is not the cluster's and listens on its port."""
+        return self.listener if self.listener is not None and self.listener not in self.pids else None
+
+
+def cluster_state(port: int, host: Optional[str] = None) -> ClusterState:
+    """Identify the processes of the cluster recorded at ``port`` (see :mod:`processes`)."""
     info = read_cluster_info(port)
     host = host or (info.host if info else "127.0.0.1")
+    identity = info.identity if info else None
+    pids = processes.members(identity) if identity else []
+    listener = admin_pid(host, port)
+    return ClusterState(port, info, pids, bool(info and info.admin_pid in pids), listener)
+
+
+def stop_cluster(port: int, host: Optional[str] = None) -> List[int]:
+    """Stop the cluster recorded at ``port``: its REST endpoint process if it has one, then ask
+    its actor system to shut down (every actor process exits), then end any of its identified
+    processes left, and remove its record. Nothing that cannot be identified as the cluster's is
+    sent a message or a signal.
+
+    :returns: the pids of the cluster's processes that were running.
+    :raises ClusterNotRunningError: when no cluster is recorded at ``port`` (naming the process
+        that listens there, if any, which is left alone), or the record predates process
+        identities and its admin is not the process listening on the port.
+    """
+    state = cluster_state(port, host)
+    info = state.info
+    where = f"port {port}"
+    if info is None:
+        if state.listener is not None:
+            raise ClusterNotRunningError(
+                f"No Rill cluster was started at {where} from this run directory ({run_dir()}): the process "
+                f"listening there (pid {state.listener}) is not one, and was left alone")
+        raise ClusterNotRunningError(f"No Rill cluster is running at {where}: nothing to stop")
+    if info.identity is None:
+        raise ClusterNotRunningError(
+            f"The record of the cluster at {where} ({run_dir()}/cluster-{port}.json) holds no process identity "
+            "(written by an older Rill): stop its processes by hand, then remove the record")
+    host = host or info.host
+    running = list(state.pids)
     stop_endpoint(port)
-    found = shutdown_actor_system(host, port, info.admin_pid if info and info.admin_pid else admin_pid(host, port),
-                                  secret=info.secret if info and info.secret_hex else None)
+    if state.admin_running and state.listener == info.admin_pid:
+        try:
+            connect(host, port, secret=info.secret).shutdown()
+        except Exception:  # noqa: BLE001 - the signals below still end it
+            pass
+    processes.terminate(info.identity)
     remove_cluster_info(port)
-    return found
+    if state.foreign_listener is not None:
+        raise ClusterNotRunningError(
+            f"Stopped {len(running)} process(es) of the cluster recorded at {where}, but the process listening "
+            f"on the port (pid {state.foreign_listener}) is not the cluster's and was left alone")
+    return running
 
 
 def cluster_overview(port: int, host: Optional[str] = None) -> m.ClusterOverview:

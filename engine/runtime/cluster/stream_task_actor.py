@@ -13,7 +13,9 @@ Life: ``StartTaskProcess`` (start the network stack, report the data address) �
 and job parts; the job's configuration sizes the network buffers: create partitions and
 gates, start the task thread) → state updates and metrics every ``METRICS_INTERVAL`` →
 ``ActorExitRequest`` from the JobMaster when the job is over (cancel if still running, release
-partitions, stop the network stack, exit).
+partitions, stop the network stack, exit). When its TaskExecutor's process is gone, the task
+tells the JobMaster so (``TaskProcessFailed``) and exits the same way: no task process outlives
+the TaskExecutor that started it (see :mod:`~rill.runtime.cluster.liveness`).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, ThespianWatch, WakeupMessage, WatchMessage
 
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.liveness import ParentWatch
 
 __all__ = ["StreamTaskActor", "RemoteSourceCoordinator"]
 
@@ -140,6 +143,9 @@ class StreamTaskActor(Actor):
         self.task = None
         self.coordinators: Dict[int, RemoteSourceCoordinator] = {}
         self.released = False
+        self.task_name = "?"
+        self.resource_id = "?"
+        self.watch = ParentWatch()
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         try:
@@ -169,6 +175,9 @@ class StreamTaskActor(Actor):
             if self.task is not None:
                 self.task.cancel_execution()
         elif isinstance(msg, WakeupMessage):
+            if self.watch.parent_died() and not self.released:
+                self._orphaned()
+                return
             self._report_metrics()
             self._flush_outbox()
             if not self.released:
@@ -190,6 +199,8 @@ class StreamTaskActor(Actor):
         log_to_cluster_file("rill.network.netty")
         self.attempt_id = msg.attempt_id
         self.job_master = msg.job_master
+        self.task_name, self.resource_id = msg.task_name, msg.resource_id
+        self.wakeupAfter(METRICS_INTERVAL)  # metrics once deployed; the parent watch from now on
         self.partition_manager = ResultPartitionManager()
         self.connection_manager = NettyConnectionManager(msg.netty_config, self.partition_manager,
                                                          name=f"task-{msg.attempt_id[:8]}")
@@ -224,7 +235,6 @@ class StreamTaskActor(Actor):
                                      configuration=configuration)
         self.task = Task(tdd, network, self.coordinators, self._on_state)
         self.task.start()
-        self.wakeupAfter(METRICS_INTERVAL)
 
     def _on_state(self, task, state, failure) -> None:
         """Task thread: report a state change (with the final metrics when terminal)."""
@@ -245,6 +255,16 @@ class StreamTaskActor(Actor):
         if task is not None and not task.execution_state.is_terminal():
             self.send(self.job_master, m.TaskMetricsReport(self.attempt_id, task.metrics.snapshot(),
                                                           task.metrics.source_progress()))
+
+    def _orphaned(self) -> None:
+        """The TaskExecutor's process exited: fail this task with that cause and exit."""
+        cause = (f"the TaskExecutor {self.resource_id} (pid {self.watch.parent_pid}) of task {self.task_name} "
+                 "exited")
+        log.error("task %s: %s", self.attempt_id, cause)
+        if self.job_master is not None:
+            self.send(self.job_master, m.TaskProcessFailed(self.attempt_id or "?", cause))
+        self._release()
+        self.send(self.myAddress, ActorExitRequest())
 
     def _release(self) -> None:
         if self.released:

@@ -1,17 +1,29 @@
 """``TaskExecutorActor``: offers slots to the ResourceManager, sends heartbeats, and starts one
 StreamTask actor (its own process) per task deployed into its slots (Flink's
-``TaskExecutor`` as an RPC endpoint)."""
+``TaskExecutor`` as an RPC endpoint).
+
+It watches the JobMasters of the tasks it runs as Flink's TaskExecutor does: a JobMaster sends
+``JobMasterHeartbeat`` every ``heartbeat.interval`` ms; without one for ``heartbeat.timeout`` ms
+the JobMaster is lost, and the TaskExecutor stops that job's tasks and frees their slots at the
+ResourceManager (``CancelJobTasks`` from the ResourceManager does the same at once when the
+Dispatcher saw the JobMaster's process exit). When its parent, the ResourceManager, is gone it
+exits, and its tasks with it (see :mod:`~rill.runtime.cluster.liveness`); so does a TaskExecutor
+in another actor system (whose parent process is that system's admin) when its heartbeats go
+unanswered for ``heartbeat.timeout`` ms -- a new ResourceManager creates a new one there.
+"""
 
 from __future__ import annotations
 
 import collections
 import logging
 import os
+import time
 from datetime import timedelta
 
 from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage, WakeupMessage
 
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.liveness import ParentWatch
 
 __all__ = ["TaskExecutorActor"]
 
@@ -33,8 +45,13 @@ class TaskExecutorActor(Actor):
         self.resource_id = None
         self.resource_manager = None
         self.heartbeat_interval = timedelta(seconds=1)
+        self.heartbeat_timeout_s = 50.0
         self.tasks = {}
         self.released_jobs = collections.deque(maxlen=1000)  # ReleaseJobTasks seen (recent jobs)
+        self.job_masters = {}  # job id → monotonic seconds of its JobMaster's last heartbeat
+        self.watch = ParentWatch()
+        self.exiting = False
+        self.last_ack = time.monotonic()
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         if isinstance(msg, m.InitTaskExecutor):
@@ -42,18 +59,26 @@ class TaskExecutorActor(Actor):
             self.resource_id = msg.resource_id
             self.resource_manager = msg.resource_manager
             self.heartbeat_interval = timedelta(milliseconds=msg.heartbeat_interval_ms)
+            self.heartbeat_timeout_s = msg.heartbeat_timeout_ms / 1000.0
+            self.last_ack = time.monotonic()
             self.send(msg.resource_manager, m.RegisterTaskExecutor(msg.resource_id, msg.slots, msg.host, os.getpid()))
             self.wakeupAfter(self.heartbeat_interval)
         elif isinstance(msg, WakeupMessage):
-            if self.resource_manager is not None:
-                self.send(self.resource_manager, m.Heartbeat(self.resource_id))
-            self.wakeupAfter(self.heartbeat_interval)
+            self._tick()
+        elif isinstance(msg, m.HeartbeatAck):
+            self.last_ack = time.monotonic()
+        elif isinstance(msg, m.JobMasterHeartbeat):
+            if msg.job_id in self.job_masters:
+                self.job_masters[msg.job_id] = time.monotonic()
+        elif isinstance(msg, m.CancelJobTasks):
+            self._stop_job_tasks(msg.job_id, msg.cause)
         elif isinstance(msg, m.StartTask):
             if msg.job_id in self.released_jobs:  # its job ended already
                 return
             from rill.runtime.cluster.stream_task_actor import StreamTaskActor  # noqa: PLC0415
             task = self.createActor(StreamTaskActor)
             self.tasks[str(task)] = (task, msg)
+            self.job_masters.setdefault(msg.job_id, time.monotonic())
             self.send(task, m.StartTaskProcess(msg.job_id, msg.attempt_id, msg.task_name, msg.job_master,
                                                msg.netty_config, self.resource_id))
         elif isinstance(msg, m.TaskProcessReady):
@@ -66,6 +91,7 @@ class TaskExecutorActor(Actor):
             # the job's slots are free: none of its task processes may run on (those whose
             # JobMaster exited before they reported ready were never told to exit)
             self.released_jobs.append(msg.job_id)
+            self.job_masters.pop(msg.job_id, None)  # no more heartbeats expected from its JobMaster
             for key, (task, start) in list(self.tasks.items()):
                 if start.job_id == msg.job_id:
                     del self.tasks[key]  # its exit is expected: no TaskProcessFailed
@@ -77,11 +103,51 @@ class TaskExecutorActor(Actor):
                 self.send(start.job_master, m.TaskProcessFailed(
                     start.attempt_id, f"the process of task {start.task_name} exited (TaskExecutor "
                                       f"{self.resource_id})"))
+                if not any(s.job_id == start.job_id for _, s in self.tasks.values()):
+                    self.job_masters.pop(start.job_id, None)  # done here: no more heartbeats expected
         elif isinstance(msg, ActorExitRequest):
+            self.exiting = True
             for task, _ in list(self.tasks.values()):
                 self.send(task, ActorExitRequest())
         elif isinstance(msg, PoisonMessage):
             log.warning("TaskExecutor %s: undeliverable message %r", self.resource_id, msg.poisonMessage)
+
+    def _tick(self) -> None:
+        if self.exiting:
+            return
+        now = time.monotonic()
+        lost = None
+        if self.watch.parent_died():
+            lost = f"its ResourceManager (pid {self.watch.parent_pid}) exited"
+        elif now - self.last_ack > self.heartbeat_timeout_s:
+            lost = (f"its ResourceManager answered no heartbeat for {int(self.heartbeat_timeout_s * 1000)} ms "
+                    "(heartbeat.timeout)")
+        if lost is not None:
+            log.error("TaskExecutor %s: %s: stopping its tasks and exiting", self.resource_id, lost)
+            self.exiting = True
+            self.send(self.myAddress, ActorExitRequest())
+            return
+        if self.resource_manager is not None:
+            self.send(self.resource_manager, m.Heartbeat(self.resource_id))
+        for job_id, last in list(self.job_masters.items()):
+            if now - last > self.heartbeat_timeout_s:
+                cause = (f"the JobMaster of job {job_id} was lost: no heartbeat for "
+                         f"{int(self.heartbeat_timeout_s * 1000)} ms (heartbeat.timeout)")
+                self._stop_job_tasks(job_id, cause)
+                self.send(self.resource_manager, m.FreeSlots(job_id))
+        self.wakeupAfter(self.heartbeat_interval)
+
+    def _stop_job_tasks(self, job_id: str, cause: str) -> None:
+        """Stop every task of ``job_id`` here (their processes exit); nobody is told, as the
+        JobMaster that would listen is gone."""
+        self.job_masters.pop(job_id, None)
+        stopped = 0
+        for key, (task, start) in list(self.tasks.items()):
+            if start.job_id == job_id:
+                del self.tasks[key]
+                self.send(task, ActorExitRequest())
+                stopped += 1
+        log.warning("TaskExecutor %s: %s; stopped %d task(s)", self.resource_id, cause, stopped)
 
 
 def _preload() -> None:

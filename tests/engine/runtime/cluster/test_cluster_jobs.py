@@ -204,9 +204,9 @@ def test_a_dead_task_executor_fails_the_job_with_a_clear_cause(local_cluster):
         client.get_job_execution_result().result(30)
     assert f"TaskExecutor {victim} (pid {pid} on 127.0.0.1) was lost: its process exited" in str(info.value)
     assert client.get_job_status() is JobStatus.FAILED
-    deadline = time.monotonic() + 15  # the JobMaster frees the slots right after the job ends
-    while "1 TaskExecutor(s), 2 slot(s), 2 free" not in (out := c.cli("cluster", "status", "--port",
-                                                                      str(c.port)).stdout):
+    deadline = time.monotonic() + 15  # the JobMaster frees the slots; a new TaskExecutor replaces the lost one
+    while "2 TaskExecutor(s), 4 slot(s), 4 free" not in (out := c.cli("cluster", "status", "--port",
+                                                                      str(c.port)).stdout) or victim in out:
         assert time.monotonic() < deadline, out
         time.sleep(0.1)
 

@@ -55,3 +55,12 @@ def test_heartbeat_timeouts():
 def test_a_task_executor_needs_a_slot():
     with pytest.raises(ValueError, match="offers 0 slots"):
         SlotManager().register("addr", "te-x", "h", 1, 0, now=0.0)
+
+
+def test_the_task_executors_of_a_job_are_those_holding_its_slots():
+    sm = manager()
+    sm.allocate("job-1", 1)
+    sm.allocate("job-2", 2)
+    assert [te.resource_id for te in sm.task_executors_of("job-1")] == ["te-a"]
+    assert [te.resource_id for te in sm.task_executors_of("job-2")] == ["te-a", "te-b"]
+    assert sm.task_executors_of("job-3") == []
