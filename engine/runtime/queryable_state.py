@@ -52,6 +52,8 @@ __all__ = [
     "operator_id_of_uid",
     "locate_key",
     "answer_state_query",
+    "submit_state_query",
+    "find_owner_task",
     "query_embedded_state",
 ]
 
@@ -166,17 +168,15 @@ def submit_state_query(stream_task: Any, query: StateQuery) -> "concurrent.futur
     return answer
 
 
-def query_embedded_state(job_master: Any, query: StateQuery) -> "concurrent.futures.Future[Any]":
-    """A future of the value of ``query`` in a job of this process (embedded mode).
+def find_owner_task(job_master: Any, query: StateQuery) -> Any:
+    """The task (embedded ``Task`` or the cluster JobMaster's ``RemoteTask``) owning
+    ``query.key`` in the operator with ``query.uid``.
 
-    Errors about the request (:class:`UnknownOperatorUidError`, :class:`NotKeyedOperatorError`,
-    ``UnsupportedKeyError``) raise at once; :class:`JobNotRunningError` raises at once when the
-    job or the owning task is not RUNNING, else arrives in the future if the task ends before
-    the mail ran. :class:`UnknownStateNameError` arrives in the future (only the task thread
-    knows its registered states).
+    :raises UnknownOperatorUidError, NotKeyedOperatorError, UnsupportedKeyError: see
+        :func:`locate_key`.
+    :raises JobNotRunningError: if the job, or that task, is not RUNNING.
     """
-    vertices = job_master.job_graph.get_vertices()
-    vertex, cfg, subtask = locate_key(vertices, query)
+    vertex, cfg, subtask = locate_key(job_master.job_graph.get_vertices(), query)
     status = job_master.status
     if status is not JobStatus.RUNNING:
         raise JobNotRunningError(
@@ -186,9 +186,24 @@ def query_embedded_state(job_master: Any, query: StateQuery) -> "concurrent.futu
     for t in list(job_master.tasks):
         if t.tdd.vertex.id == vertex.id and t.tdd.subtask_index == subtask:
             task = t
-    if task is None or task.execution_state is not ExecutionState.RUNNING or task.invokable is None:
+    if task is None or task.execution_state is not ExecutionState.RUNNING:
         state = "not deployed" if task is None else task.execution_state.name
         raise JobNotRunningError(
             f"subtask {subtask} of '{cfg.operator_name}' (uid {query.uid!r}), owner of key {query.key!r}, "
             f"is {state}: its state is readable only while it runs")
+    return task
+
+
+def query_embedded_state(job_master: Any, query: StateQuery) -> "concurrent.futures.Future[Any]":
+    """A future of the value of ``query`` in a job of this process (embedded mode).
+
+    Errors about the request (:class:`UnknownOperatorUidError`, :class:`NotKeyedOperatorError`,
+    ``UnsupportedKeyError``) raise at once; :class:`JobNotRunningError` raises at once when the
+    job or the owning task is not RUNNING, else arrives in the future if the task ends before
+    the mail ran. :class:`UnknownStateNameError` arrives in the future (only the task thread
+    knows its registered states).
+    """
+    task = find_owner_task(job_master, query)
+    if task.invokable is None:
+        raise JobNotRunningError(f"task {task.task_name_with_subtasks} has not started its operators")
     return submit_state_query(task.invokable, query)

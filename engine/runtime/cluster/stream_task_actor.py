@@ -32,6 +32,7 @@ import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, ThespianWatch, WakeupMessage, WatchMessage
 
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.kv_state import KvStateRequest, answer_in_task
 
 __all__ = ["StreamTaskActor", "RemoteSourceCoordinator"]
 
@@ -165,6 +166,8 @@ class StreamTaskActor(Actor):
             for c in self.coordinators.values():
                 if c.complete(msg):
                     break
+        elif isinstance(msg, KvStateRequest):
+            answer_in_task(self.task, msg, self.outbox.post)
         elif isinstance(msg, m.CancelTask):
             if self.task is not None:
                 self.task.cancel_execution()
