@@ -56,7 +56,9 @@ def read_keyed_state(backend: KeyedStateBackend, state_name: str, key: Any, oper
     Reducing/AggregatingState's ``get()``; ``None`` when the key has no entry (Flink raises
     ``UnknownKeyOrNamespaceException`` there; a service wants a plain "nothing yet").
 
-    TTL states answer as their ``value()``/``get()`` do: an expired value is ``None``.
+    TTL states answer as their ``value()``/``get()`` do: an expired value is ``None``, and a
+    state whose TTL ``update_type`` is ``OnReadAndWrite`` counts the query as a read (its
+    timestamp is refreshed; Flink's queryable state reads the serialized value and does not).
     Task thread only: it sets the backend's current key to ``key`` and back to the key that
     was current before (an operator that yields to mails in the middle of a record keeps its
     key).

@@ -122,3 +122,46 @@ def test_operator_id_of_uid_is_the_hash_the_job_graph_gives(env):
     graph = env.get_stream_graph().get_job_graph()
     ids = {cfg.operator_id for v in graph.get_vertices() for cfg in v.stream_configs.values()}
     assert operator_id_of_uid("counter") in ids
+
+
+class CountAndSum(KeyedProcessFunction):
+    """Two puts per record into one MapState: a reader between them would see sum and count of
+    different records."""
+
+    def open(self, runtime_context):
+        self.stats = runtime_context.get_map_state(MapStateDescriptor("stats", Types.STRING(), Types.LONG()))
+
+    def process_element(self, value, ctx):
+        count = (self.stats.get("count") or 0) + 1
+        self.stats.put("count", count)
+        self.stats.put("sum", (self.stats.get("sum") or 0) + value[1])
+        if count % 1000 == 0:
+            yield count
+
+
+async def test_reads_while_records_flow_see_whole_updates_and_never_go_back(env):
+    queue: asyncio.Queue = asyncio.Queue(maxsize=500)
+    source = AsyncIteratorSource(queue_items(queue), asyncio.get_running_loop())
+    out = (env.from_source(source, source_name="events").key_by(lambda e: e[0])
+           .process(CountAndSum()).uid("stats"))
+    client = await AsyncJobClient.execute_and_collect(out, "consistency")
+    n = 20_000
+
+    async def produce():
+        for i in range(n):
+            await queue.put(("k", i))  # the i-th record adds i: sum == count * (count - 1) / 2
+        await queue.put(END_OF_INPUT)
+
+    producer = asyncio.get_running_loop().create_task(produce())
+    seen = []
+    while not producer.done() or not seen or seen[-1] < n:
+        try:
+            stats = await client.get_state("stats", "stats", "k")
+        except JobNotRunningError:  # the job finished after the last record
+            break
+        if stats is not None:
+            assert stats["sum"] == stats["count"] * (stats["count"] - 1) // 2, stats
+            seen.append(stats["count"])
+    await producer
+    assert [c async for c in client.collect()] == list(range(1000, n + 1, 1000))
+    assert seen == sorted(seen) and len(set(seen)) > 1  # read while it ran, never backwards
