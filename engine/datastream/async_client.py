@@ -154,6 +154,27 @@ class AsyncJobClient:
         """
         return await asyncio.wrap_future(self._client.get_job_execution_result())
 
+    async def get_state(self, uid: str, state_name: str, key: Any) -> Any:
+        """One key's keyed state in the running job (queryable state): the state named
+        ``state_name`` (its descriptor name) of the operator with ``uid``, for ``key``; ``None``
+        if the key has no entry. The task owning the key's key group reads it on its own
+        thread, through a mail, between two input batches: consistent per key, the job keeps
+        running (see :mod:`rill.runtime.queryable_state`).
+
+        Embedded mode awaits the task's answer without any thread; cluster mode asks the
+        JobMaster actor on an executor thread.
+
+        :raises UnknownOperatorUidError: no operator of the job has ``uid``.
+        :raises NotKeyedOperatorError: that operator is not keyed.
+        :raises UnknownStateNameError: it has no keyed state named ``state_name``.
+        :raises JobNotRunningError: the job, or the subtask owning ``key``, is not running.
+        :raises UnsupportedKeyError: ``key`` has no stable hash.
+        """
+        future_of = getattr(self._client, "get_state_future", None)
+        if future_of is not None:
+            return await asyncio.wrap_future(future_of(uid, state_name, key))
+        return await _in_executor(self._client.get_state, uid, state_name, key)
+
     def collect(self) -> AsyncCollectIterator:
         """The async iterator over the job's collected records (one per client).
 

@@ -26,6 +26,7 @@ from rill.datastream.async_functions import AsyncFunction, AsyncRetryStrategy
 from rill.datastream.async_retry_strategies import NO_RETRY_STRATEGY, NoRetryStrategy
 from rill.datastream.data_stream import DataStream
 from rill.operators.async_io import AsyncWaitOperator, OutputMode
+from rill.operators.batching import ChunkingOperator
 
 __all__ = ["AsyncDataStream"]
 
@@ -100,6 +101,39 @@ class AsyncDataStream:
         return awaited.name("Async Sink").add_sink(_discard).name("Sink: Discard")
 
     @staticmethod
+    def add_batch_sink(data_stream: DataStream, sink_function: Any, batch_size: int = 100,
+                       timeout: Any = 0, capacity: int = 10) -> Any:
+        """A sink that awaits ``sink_function.invoke_batch(values)`` (an ``async def``; ``values``
+        a list of at most ``batch_size`` records) with up to ``capacity`` batches in flight per
+        subtask; the job ends only after every call did (not in PyFlink: Rill's per-batch async
+        sink for services, e.g. one bulk INSERT or HTTP request per batch).
+
+        Batches are cut from the input batches the subtask receives (one network buffer or
+        source batch at a time, see :mod:`rill.operators.batching`): no record waits for more
+        to arrive, so a batch may be smaller than ``batch_size``; each record is in exactly one
+        batch, in input order within it. Batches may complete in any order (unordered wait).
+        A call that raises fails the job naming the batch.
+
+        :param sink_function: an object with ``async def invoke_batch(self, values)`` (and
+            optional ``open``/``close``).
+        :param batch_size: most records per call (a positive int).
+        :param timeout: per-batch time limit as for :meth:`unordered_wait`; ``0``: none. A call
+            over it fails the job.
+        :param capacity: most batches in flight per subtask (a positive int).
+        :returns: the ``DataStreamSink``.
+        :raises TypeError: if ``invoke_batch`` is not an ``async def``.
+        :raises ValueError: if ``batch_size`` or ``capacity`` is not a positive int.
+        """
+        if not isinstance(data_stream, DataStream):
+            raise TypeError(f"AsyncDataStream.add_batch_sink expects a DataStream, got {data_stream!r}")
+        if not inspect.iscoroutinefunction(getattr(sink_function, "invoke_batch", None)):
+            raise TypeError(f"AsyncDataStream.add_batch_sink: method 'invoke_batch' of "
+                            f"{type(sink_function).__name__} must be declared 'async def'")
+        chunks = data_stream._one_input(ChunkingOperator.default_name, ChunkingOperator(batch_size))
+        awaited = AsyncDataStream.unordered_wait(chunks, _AwaitEachBatch(sink_function), timeout, capacity)
+        return awaited.name("Async Batch Sink").add_sink(_discard).name("Sink: Discard")
+
+    @staticmethod
     def _add(call: str, data_stream: DataStream, async_function: Any, timeout: Any, strategy: Any,
              capacity: int, output_type: Any, mode: OutputMode) -> DataStream:
         if not isinstance(data_stream, DataStream):
@@ -142,6 +176,15 @@ class _AwaitEachRecord(AsyncFunction):
 
     async def async_invoke(self, value: Any) -> list:
         await self.sink_function.invoke(value)
+        return []
+
+
+class _AwaitEachBatch(_AwaitEachRecord):
+    """Adapts a sink function with ``async def invoke_batch(values)`` to an ``AsyncFunction``
+    over lists that emits nothing."""
+
+    async def async_invoke(self, value: Any) -> list:
+        await self.sink_function.invoke_batch(value)
         return []
 
 

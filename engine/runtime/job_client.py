@@ -7,6 +7,7 @@ from typing import Dict, List, Optional, Tuple
 
 from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.metrics import TaskMetricsSnapshot
+from rill.runtime.queryable_state import StateQuery, query_embedded_state
 from rill.runtime.rest.backpressure import RootCause, find_root_cause
 from rill.runtime.rest.snapshot import snapshot_job_master
 
@@ -85,3 +86,22 @@ class JobClient:
         """The vertex (and subtask) causing backpressure now, a
         :class:`rill.runtime.rest.backpressure.RootCause`, or None (see that module)."""
         return find_root_cause(snapshot_job_master(self._jm))
+
+    def get_state_future(self, uid: str, state_name: str, key) -> "concurrent.futures.Future":
+        """A future of one key's keyed state in the running job (queryable state; see
+        :mod:`rill.runtime.queryable_state`): the operator with ``uid``, the subtask owning
+        ``key``'s key group, the state named ``state_name``; read on that task's thread.
+
+        :raises UnknownOperatorUidError, NotKeyedOperatorError, JobNotRunningError: at once.
+        The future raises ``UnknownStateNameError``, or ``JobNotRunningError`` if the task ended
+        first.
+        """
+        return query_embedded_state(self._jm, StateQuery.of(uid, state_name, key))
+
+    def get_state(self, uid: str, state_name: str, key, timeout_s: Optional[float] = 30.0):
+        """The value of ``state_name`` for ``key`` in operator ``uid`` (``None`` if the key has
+        none), blocking up to ``timeout_s`` seconds (see :meth:`get_state_future`).
+
+        :raises concurrent.futures.TimeoutError: if the task did not answer in time.
+        """
+        return self.get_state_future(uid, state_name, key).result(timeout_s)

@@ -30,8 +30,10 @@ from rill.runtime.cluster.actor_system import (
     port_in_use,
     read_cluster_info,
 )
+from rill.runtime.cluster.kv_state import ask_state
 from rill.runtime.cluster.shipping import ship_job_graph
 from rill.runtime.errors import JobCancellationException, JobExecutionException
+from rill.runtime.queryable_state import StateQuery
 from rill.runtime.rest.backpressure import find_root_cause
 
 __all__ = ["ClusterClient", "ClusterJobClient", "submit_to_cluster"]
@@ -120,6 +122,19 @@ class ClusterClient:
                 f"The cluster at cluster://{self.host}:{self.port} did not answer {type(message).__name__} "
                 f"within {timeout_s} s (a cluster refuses, without answering, a client whose secret is not its own: "
                 "see its log)")
+        return reply
+
+    def ask_until(self, target, message, accept, deadline: float):
+        """Send ``message`` and wait until a reply for which ``accept(reply)`` holds arrives
+        (replies of earlier asks that timed out are dropped), or ``time.monotonic()`` passes
+        ``deadline``: then None."""
+        with self._lock:
+            reply = self._system.ask(target, message, max(0.0, deadline - time.monotonic()))
+            while reply is not None and not accept(reply):
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                reply = self._system.listen(remaining)
         return reply
 
     def overview(self) -> m.ClusterOverview:
@@ -325,6 +340,17 @@ class ClusterJobClient:
     def get_net_runtime_ms(self) -> Optional[int]:
         report = self._report
         return None if report is None else report.net_runtime_ms
+
+    def get_state(self, uid: str, state_name: str, key, timeout_s: float = 30.0):
+        """One key's keyed state in the running job (queryable state), asked through the
+        Dispatcher and the JobMaster of the subtask owning the key, which reads it in a mail
+        (see :mod:`rill.runtime.cluster.kv_state`); ``None`` if the key has no entry.
+
+        :raises UnknownOperatorUidError, NotKeyedOperatorError, UnknownStateNameError,
+            JobNotRunningError: as in embedded mode.
+        :raises TimeoutError: if no answer came within ``timeout_s`` seconds.
+        """
+        return ask_state(self._client, self._job_id, StateQuery.of(uid, state_name, key), timeout_s)
 
 
 def submit_to_cluster(target: str, job_graph, configuration, job_parameters=None, collect_channel=None):

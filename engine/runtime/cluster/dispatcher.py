@@ -28,6 +28,7 @@ import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage, WakeupMessage
 
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.kv_state import KvStateRequest, route_in_dispatcher
 from rill.runtime.cluster.job_master_actor import JobMasterActor
 from rill.runtime.cluster.liveness import SHUTDOWN_GRACE_S, ParentWatch, kill_cluster_process_group
 from rill.runtime.errors import JobExecutionException
@@ -81,6 +82,8 @@ class DispatcherActor(Actor):
             if jm is not None:
                 self.send(jm, msg)
             self.send(sender, m.CancelAck(msg.job_id, msg.job_id in self.reports))
+        elif isinstance(msg, KvStateRequest):
+            route_in_dispatcher(self.job_masters, msg, sender, self.send)
         elif isinstance(msg, m.RequestClusterOverview):
             self.send(sender, m.ClusterOverview([], [(r.job_id, r.job_name, r.status) for r in self.reports.values()]))
         elif isinstance(msg, ChildActorExited):

@@ -29,6 +29,7 @@ from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessag
 
 from rill.graph.states import ExecutionState
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.kv_state import KvStateRequest, route_in_job_master
 from rill.runtime.cluster.liveness import ParentWatch
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, RemoteTaskException
@@ -197,6 +198,8 @@ class JobMasterActor(Actor):
         elif isinstance(msg, m.ReportedWatermarkEvent):
             minimum = self.jm.coordinators[msg.node_id].report_watermark(msg.subtask_index, msg.group, msg.watermark_ms)
             self.send(sender, m.WatermarkAlignmentEvent(msg.request_id, minimum))
+        elif isinstance(msg, KvStateRequest):
+            route_in_job_master(self.jm, msg, self.send)
         elif isinstance(msg, m.CancelJob):
             if self.jm is not None:
                 self.jm.cancel()

@@ -34,6 +34,7 @@ import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, ThespianWatch, WakeupMessage, WatchMessage
 
 from rill.runtime.cluster import messages as m
+from rill.runtime.cluster.kv_state import KvStateRequest, answer_in_task
 from rill.runtime.cluster.liveness import ParentWatch
 
 __all__ = ["StreamTaskActor", "RemoteSourceCoordinator"]
@@ -171,6 +172,8 @@ class StreamTaskActor(Actor):
             for c in self.coordinators.values():
                 if c.complete(msg):
                     break
+        elif isinstance(msg, KvStateRequest):
+            answer_in_task(self.task, msg, self.outbox.post)
         elif isinstance(msg, m.CancelTask):
             if self.task is not None:
                 self.task.cancel_execution()
