@@ -22,6 +22,9 @@ from rill.runtime.queryable_state import (
 )
 from rill.state.key_groups import assign_key_to_parallel_operator
 
+pytestmark = pytest.mark.embedded_only(
+    "the jobs read the test's own async iterator (AsyncIteratorSource runs embedded only); queryable state on a cluster: tests/engine/runtime/cluster/test_cluster_queryable_state.py")
+
 
 class CountPerKey(KeyedProcessFunction):
     """Per key: a count (ValueState), the values seen (ListState), the count per value (MapState)."""

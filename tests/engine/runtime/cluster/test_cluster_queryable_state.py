@@ -72,6 +72,7 @@ def test_get_state_on_a_cluster_reads_the_owning_task_process(local_cluster):
     cluster = local_cluster(task_executors=1, slots=3)
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     (env.from_source(EventsThenIdle(), source_name="events")
@@ -105,6 +106,7 @@ async def test_the_async_client_asks_a_cluster_without_blocking_the_loop(local_c
     cluster = local_cluster(task_executors=1, slots=2)
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(1)
     env.from_source(EventsThenIdle(), source_name="events").key_by(lambda e: e[0]) \

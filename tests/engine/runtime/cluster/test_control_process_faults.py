@@ -33,6 +33,7 @@ def slow(x):
 def cluster_env(cluster, parallelism: int) -> StreamExecutionEnvironment:
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(parallelism)
     return env
