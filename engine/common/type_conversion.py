@@ -12,6 +12,7 @@ the converter :func:`value_converter` builds once per operator or state:
 - ``FLOAT``: rounded to the nearest float32 (``struct`` ``'f'``; beyond float32's range it
   becomes ``inf``, as Java's ``(float)`` cast); ints are accepted and become floats.
 - ``BYTE``, ``SHORT``, ``INT``, ``LONG``: the value must be an ``int`` in the type's range.
+- ``CHAR``: the value must be a ``str`` of length 1 (Java's ``char``).
 - ``TUPLE``, ``ROW`` / ``ROW_NAMED``, ``LIST`` / arrays, ``MAP``: their fields, elements, keys and
   values, by the same rules.
 - Every other type (``STRING``, ``DOUBLE``, ``BOOLEAN``, ``PICKLED_BYTE_ARRAY``...) passes the
@@ -99,6 +100,12 @@ def _basic(name: str, where: str) -> Optional[Converter]:
             except OverflowError:  # beyond float32's range: Java's (float) cast gives infinity
                 return float("inf") if value > 0 else float("-inf")
         return to_float32
+    if name == "CHAR":
+        def check_char(value: Any) -> Any:
+            if value is None or (isinstance(value, str) and len(value) == 1):
+                return value
+            raise TypeValueError(f"{where}: value {value!r} is not a CHAR (a str of length 1)")
+        return check_char
     bounds = INTEGER_RANGES.get(name)
     if bounds is None:
         return None

@@ -53,3 +53,10 @@ def test_composites_convert_their_fields():
     assert isinstance(out, Row) and out.as_dict() == {"k": "a", "v": 0.10000000149011612}
     assert value_converter(Types.LIST(Types.FLOAT()), "op")([0.1, None]) == [0.10000000149011612, None]
     assert value_converter(Types.MAP(Types.STRING(), Types.FLOAT()), "op")({"a": 0.1}) == {"a": 0.10000000149011612}
+
+
+def test_char_is_one_character():
+    f = value_converter(Types.CHAR(), "op")
+    assert f("a") == "a" and f(None) is None
+    with pytest.raises(TypeValueError, match=r"^op: value 'ab' is not a CHAR \(a str of length 1\)$"):
+        f("ab")
