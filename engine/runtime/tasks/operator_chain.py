@@ -11,7 +11,8 @@ Declared output types: where Flink would serialize an operator's records (an out
 network, a source's output, a sink's input) and the operator declares an ``output_type`` that
 changes or checks values (``Types.FLOAT()``, ``Types.INT()``...), its main output goes through a
 :class:`TypeConvertingOutput`; records passed between chained user operators are not touched,
-as PyFlink fuses chained Python operators without serializing between them.
+as PyFlink fuses chained Python operators without serializing between them. A side output is
+converted the same way by its ``OutputTag``'s ``type_info``.
 """
 
 from __future__ import annotations
@@ -66,8 +67,13 @@ class OperatorChain:
             tag = getattr(edge, "output_tag", None)
             if tag is None:
                 main.append(TypeConvertingOutput(out, convert) if convert is not None and serialized else out)
-            else:
-                side.setdefault(tag.tag_id, []).append(out)
+                return
+            # a side output is serialized with its OutputTag's type
+            tag_convert = value_converter(tag.type_info, f"operator {cfg.operator_name!r} (side output "
+                                                         f"{tag.tag_id!r}, {tag.type_info!r})")
+            if tag_convert is not None and serialized:
+                out = TypeConvertingOutput(out, tag_convert)
+            side.setdefault(tag.tag_id, []).append(out)
 
         for edge in cfg.chained_outputs:
             child = self._create(edge.target_id)

@@ -8,7 +8,8 @@ import pytest
 from _ds_helpers import collect
 from rill.common.type_conversion import TypeValueError
 from rill.common.typeinfo import Types
-from rill.datastream.functions import KeyedProcessFunction
+from rill.datastream import OutputTag
+from rill.datastream.functions import KeyedProcessFunction, ProcessFunction
 from rill.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 F32_110_1 = 110.0999984741211
@@ -76,3 +77,19 @@ def test_keyed_state_declared_float_stores_float32_and_short_is_range_checked(en
         chain.append(chain[-1].__cause__)
     error = next(e for e in chain if isinstance(e, TypeValueError))
     assert str(error) == "state 'short' (SHORT): value 40000 does not fit SHORT (range -32768..32767)"
+
+
+class Split(ProcessFunction):
+    def process_element(self, value, ctx):
+        yield LOW, value
+        yield value
+
+
+LOW = OutputTag("low", Types.FLOAT())
+
+
+def test_a_side_output_is_converted_by_its_tags_type(env):
+    main = env.from_collection([110.1]).process(Split())
+    side = main.get_side_output(LOW).rebalance().map(lambda v: ("side", v)).set_parallelism(2)
+    out = collect(main.rebalance().map(lambda v: ("main", v)).set_parallelism(2).union(side))
+    assert sorted(out) == [("main", 110.1), ("side", F32_110_1)]
