@@ -14,8 +14,11 @@ Java prints a typed ``Types.TUPLE`` as ``(hi,0,5,4)`` where Rill prints the Pyth
 interleaving of keys depend on the machine, lines are compared key by key, in order.
 
 The float values of ``state_access`` and ``event_time_timer`` follow from ``Types.FLOAT()``
-being float32 in Flink (source, keyed state): PyFlink's first line is
-``('Alice', 110.0999984741211)``, the rest are the same float32 arithmetic.
+being float32 in Flink: PyFlink's first line is ``('Alice', 110.0999984741211)`` (the typed
+source), and the keyed state rounds too: both examples enable TTL with the default visibility
+``NeverReturnExpired``, which makes PyFlink's ``state_impl`` disable its state cache, so every
+``update`` is committed (serialized as FLOAT) and every ``value()`` is read back from Java.
+The later lines are that float32 arithmetic.
 """
 
 from __future__ import annotations
