@@ -13,6 +13,10 @@ the converter :func:`value_converter` builds once per operator or state:
   becomes ``inf``, as Java's ``(float)`` cast); ints are accepted and become floats.
 - ``BYTE``, ``SHORT``, ``INT``, ``LONG``: the value must be an ``int`` in the type's range.
 - ``CHAR``: the value must be a ``str`` of length 1 (Java's ``char``).
+- ``BIG_DEC``: a ``decimal.Decimal``; ``SQL_DATE``: a ``datetime.date`` (a ``datetime`` becomes
+  its date, as PyFlink's date coder keeps only the day); ``SQL_TIME``: a ``datetime.time``,
+  cut to milliseconds (PyFlink's time coder keeps milliseconds of the day, ``java.sql.Time``);
+  ``SQL_TIMESTAMP``: a ``datetime.datetime``.
 - ``TUPLE``, ``ROW`` / ``ROW_NAMED``, ``LIST`` / arrays, ``MAP``: their fields, elements, keys and
   values, by the same rules.
 - Every other type (``STRING``, ``DOUBLE``, ``BOOLEAN``, ``PICKLED_BYTE_ARRAY``...) passes the
@@ -24,6 +28,8 @@ the caller adds no per-record work at all.
 
 from __future__ import annotations
 
+import datetime
+import decimal
 import struct
 from typing import Any, Callable, Optional
 
@@ -106,6 +112,8 @@ def _basic(name: str, where: str) -> Optional[Converter]:
                 return value
             raise TypeValueError(f"{where}: value {value!r} is not a CHAR (a str of length 1)")
         return check_char
+    if name in _TEMPORAL:
+        return _temporal(name, where)
     bounds = INTEGER_RANGES.get(name)
     if bounds is None:
         return None
@@ -122,6 +130,31 @@ def _basic(name: str, where: str) -> Optional[Converter]:
                                  f"(range {low}..{high})")
         return value
     return check_range
+
+
+_TEMPORAL = {
+    "BIG_DEC": (decimal.Decimal, "a decimal.Decimal"),
+    "SQL_DATE": (datetime.date, "a datetime.date"),
+    "SQL_TIME": (datetime.time, "a datetime.time"),
+    "SQL_TIMESTAMP": (datetime.datetime, "a datetime.datetime"),
+}
+
+
+def _temporal(name: str, where: str) -> Converter:
+    python_type, what = _TEMPORAL[name]
+
+    def convert(value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, python_type):
+            raise TypeValueError(f"{where}: value {value!r} of type {type(value).__name__} is not "
+                                 f"a {name} ({what})")
+        if name == "SQL_DATE" and isinstance(value, datetime.datetime):
+            return value.date()
+        if name == "SQL_TIME" and value.microsecond % 1000:
+            return value.replace(microsecond=value.microsecond - value.microsecond % 1000)
+        return value
+    return convert
 
 
 def _fields(field_types, where: str):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
+import decimal
+
 import pytest
 
 from rill.common import Row
@@ -60,3 +63,21 @@ def test_char_is_one_character():
     assert f("a") == "a" and f(None) is None
     with pytest.raises(TypeValueError, match=r"^op: value 'ab' is not a CHAR \(a str of length 1\)$"):
         f("ab")
+
+
+def test_decimal_date_time_timestamp():
+    assert value_converter(Types.BIG_DEC(), "op")(decimal.Decimal("1.10")) == decimal.Decimal("1.10")
+    with pytest.raises(TypeValueError, match=r"^op: value 1.1 of type float is not a BIG_DEC \(a decimal.Decimal\)$"):
+        value_converter(Types.BIG_DEC(), "op")(1.1)
+    date = value_converter(Types.SQL_DATE(), "op")
+    assert date(datetime.date(2024, 2, 29)) == datetime.date(2024, 2, 29)
+    assert date(datetime.datetime(2024, 2, 29, 13, 5)) == datetime.date(2024, 2, 29)
+    with pytest.raises(TypeValueError, match=r"value '2024-02-29' of type str is not a SQL_DATE"):
+        date("2024-02-29")
+    time = value_converter(Types.SQL_TIME(), "op")
+    assert time(datetime.time(1, 2, 3, 456789)) == datetime.time(1, 2, 3, 456000)
+    stamp = value_converter(Types.SQL_TIMESTAMP(), "op")
+    now = datetime.datetime(2024, 2, 29, 1, 2, 3, 456789)
+    assert stamp(now) == now
+    with pytest.raises(TypeValueError, match=r"is not a SQL_TIMESTAMP \(a datetime.datetime\)"):
+        stamp(datetime.date(2024, 2, 29))
