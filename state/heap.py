@@ -42,6 +42,7 @@ from rill.state.key_groups import (
     assign_to_key_group,
 )
 from rill.state.state_table import StateTable
+from rill.state.typed_state import apply_declared_type
 from rill.state.ttl import (
     AbstractTtlState,
     StateTtlConfig,
@@ -298,6 +299,8 @@ class HeapKeyedStateBackend(KeyedStateBackend):
             state = _STATE_CLASSES[descriptor.state_type](self, table)
         else:
             state = create_ttl_state(self, table, ttl_config, self._ttl_time_provider)
+        # a declared FLOAT / INT ... type acts on writes as Flink's state serializer does
+        state = apply_declared_type(state, descriptor)
         self._tables[name] = table
         self._states[name] = state
         return state

@@ -18,9 +18,9 @@ store them.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Generic, Iterable, Optional
 
-from rill.common.functions import Function, TimerService
+from rill.common.functions import IN1, IN2, KEY, OUT, Function, TimerService
 
 __all__ = [
     "CoMapFunction",
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-class CoMapFunction(Function):
+class CoMapFunction(Function, Generic[IN1, IN2, OUT]):
     """A map over two connected streams (Flink's ``CoMapFunction``). The same instance serves
     both inputs, so the two can share state."""
 
@@ -47,7 +47,7 @@ class CoMapFunction(Function):
         """Called for each element of the second input; returns one output value."""
 
 
-class CoFlatMapFunction(Function):
+class CoFlatMapFunction(Function, Generic[IN1, IN2, OUT]):
     """A flat map over two connected streams (Flink's ``CoFlatMapFunction``)."""
 
     @abc.abstractmethod
@@ -59,7 +59,7 @@ class CoFlatMapFunction(Function):
         """Called for each element of the second input; yields zero or more output values."""
 
 
-class CoProcessFunction(Function):
+class CoProcessFunction(Function, Generic[IN1, IN2, OUT]):
     """Processes the elements of two streams (Flink's ``CoProcessFunction``). On non-keyed
     connected streams the context gives time but no timers (registering one raises
     ``NotImplementedError``); on keyed connected streams it runs with keyed state and timers
@@ -83,7 +83,7 @@ class CoProcessFunction(Function):
         """Called for each element of the second input."""
 
 
-class KeyedCoProcessFunction(Function):
+class KeyedCoProcessFunction(Function, Generic[KEY, IN1, IN2, OUT]):
     """Processes the elements of two keyed streams with keyed state and timers (Flink's
     ``KeyedCoProcessFunction``). State and timers are scoped to the key of the current element
     (the first input's key selector for input 1, the second's for input 2)."""
@@ -156,7 +156,7 @@ class BaseBroadcastProcessFunction(Function):
             """
 
 
-class BroadcastProcessFunction(BaseBroadcastProcessFunction):
+class BroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[IN1, IN2, OUT]):
     """Connects a non-keyed stream with a broadcast stream (Flink's
     ``BroadcastProcessFunction``): every parallel instance sees every broadcast element in
     :meth:`process_broadcast_element` and may write the broadcast state there; the elements of
@@ -181,7 +181,7 @@ class BroadcastProcessFunction(BaseBroadcastProcessFunction):
         """Called for each element of the broadcast stream, on every subtask."""
 
 
-class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction):
+class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction, Generic[KEY, IN1, IN2, OUT]):
     """Connects a keyed stream with a broadcast stream (Flink's
     ``KeyedBroadcastProcessFunction``): :meth:`process_element` has keyed state, timers and a
     read-only broadcast state; :meth:`process_broadcast_element` may write the broadcast state
@@ -226,7 +226,7 @@ class KeyedBroadcastProcessFunction(BaseBroadcastProcessFunction):
         """Called when a timer fires, with the timer's key current."""
 
 
-class ProcessJoinFunction(Function):
+class ProcessJoinFunction(Function, Generic[IN1, IN2, OUT]):
     """Processes the joined pairs of an interval join (Flink's ``ProcessJoinFunction``)."""
 
     class Context(abc.ABC):

@@ -13,7 +13,7 @@ into the task deployment), so attributes set in ``open`` are per-subtask state.
 from __future__ import annotations
 
 import abc
-from typing import Any, Callable, Dict, Iterable, Optional
+from typing import Any, Callable, Dict, Generic, Iterable, Optional, TypeVar
 
 __all__ = [
     "Function",
@@ -32,6 +32,18 @@ __all__ = [
     "wrap",
     "is_rich",
 ]
+
+# Type parameters of the generic function interfaces (PyFlink's names in
+# ``pyflink.datastream.functions``). They are annotations only: Rill never checks them; a
+# declared ``output_type`` is what fixes a stream's type (see ``rill.common.typeinfo``).
+IN = TypeVar("IN")
+OUT = TypeVar("OUT")
+IN1 = TypeVar("IN1")
+IN2 = TypeVar("IN2")
+KEY = TypeVar("KEY")
+ACC = TypeVar("ACC")
+W = TypeVar("W")
+W2 = TypeVar("W2")
 
 
 class RuntimeContext(abc.ABC):
@@ -98,7 +110,19 @@ class TimerService(abc.ABC):
 
 
 class Function(abc.ABC):
-    """Base of all user functions: ``open`` / ``close`` life cycle."""
+    """Base of all user functions: ``open`` / ``close`` life cycle.
+
+    Generic interfaces: every function base can be subscripted with its type parameters and
+    subclassed, ``class Avg(AggregateFunction[tuple, tuple, float])``. The bases that PyFlink
+    2.3 makes ``typing.Generic`` take PyFlink's parameters in PyFlink's order
+    (``WindowFunction[IN, OUT, KEY, W]``, ``ProcessWindowFunction[IN, OUT, KEY, W]``,
+    ``AllWindowFunction[IN, OUT, W]``, ``ProcessAllWindowFunction[IN, OUT, W]``,
+    ``BroadcastProcessFunction[IN1, IN2, OUT]``, ``KeyedBroadcastProcessFunction[KEY, IN1, IN2,
+    OUT]``, ``AsyncFunction[IN, OUT]``); the others, which PyFlink leaves unsubscriptable, take
+    Flink's Java parameters (``MapFunction<T, O>`` -> ``MapFunction[IN, OUT]``, and so on), so a
+    PyFlink program and one annotated the Java way both run. A wrong number of parameters raises
+    ``TypeError`` from ``typing``. The parameters are annotations only, never checked.
+    """
 
     def open(self, runtime_context: RuntimeContext) -> None:
         pass
@@ -114,14 +138,14 @@ def is_rich(function: Any) -> bool:
     return open_fn is not None and open_fn is not Function.open
 
 
-class MapFunction(Function):
+class MapFunction(Function, Generic[IN, OUT]):
     """One output per input: ``map(value) -> result``."""
 
     @abc.abstractmethod
     def map(self, value: Any) -> Any: ...
 
 
-class FlatMapFunction(Function):
+class FlatMapFunction(Function, Generic[IN, OUT]):
     """Zero or more outputs per input: ``flat_map(value)`` returns or yields them."""
 
     @abc.abstractmethod
@@ -129,21 +153,21 @@ class FlatMapFunction(Function):
         """Return (or ``yield``) zero or more output values."""
 
 
-class FilterFunction(Function):
+class FilterFunction(Function, Generic[IN]):
     """Keeps the inputs for which ``filter(value)`` is true."""
 
     @abc.abstractmethod
     def filter(self, value: Any) -> bool: ...
 
 
-class ReduceFunction(Function):
+class ReduceFunction(Function, Generic[IN]):
     """Combines two values of the same type into one: ``reduce(value1, value2)``."""
 
     @abc.abstractmethod
     def reduce(self, value1: Any, value2: Any) -> Any: ...
 
 
-class AggregateFunction(Function):
+class AggregateFunction(Function, Generic[IN, ACC, OUT]):
     """Incremental aggregation with an accumulator (PyFlink's ``AggregateFunction``)."""
 
     @abc.abstractmethod
@@ -159,28 +183,28 @@ class AggregateFunction(Function):
         raise NotImplementedError(f"{type(self).__name__} does not implement merge()")
 
 
-class KeySelector(Function):
+class KeySelector(Function, Generic[IN, KEY]):
     """Extracts the key of a record: ``get_key(value)``; keys need a stable hash (see ``rill.state.key_groups``)."""
 
     @abc.abstractmethod
     def get_key(self, value: Any) -> Any: ...
 
 
-class Partitioner(Function):
+class Partitioner(Function, Generic[KEY]):
     """Chooses the target partition of a key for ``partition_custom``."""
 
     @abc.abstractmethod
     def partition(self, key: Any, num_partitions: int) -> int: ...
 
 
-class SinkFunction(Function):
+class SinkFunction(Function, Generic[IN]):
     """A sink that is called once per record (Flink's ``SinkFunction.invoke``)."""
 
     @abc.abstractmethod
     def invoke(self, value: Any, context: Any) -> None: ...
 
 
-class ProcessFunction(Function):
+class ProcessFunction(Function, Generic[IN, OUT]):
     """A low-level function on each element (PyFlink's ``ProcessFunction``): ``yield`` outputs,
     or ``yield output_tag, value`` for a side output."""
 
@@ -195,7 +219,7 @@ class ProcessFunction(Function):
     def process_element(self, value: Any, ctx: "ProcessFunction.Context") -> Optional[Iterable[Any]]: ...
 
 
-class KeyedProcessFunction(Function):
+class KeyedProcessFunction(Function, Generic[KEY, IN, OUT]):
     """A ``ProcessFunction`` on a keyed stream, with keyed state and timers (PyFlink's
     ``KeyedProcessFunction``)."""
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import abc
 import functools
 import types
-from typing import Any, Iterable, List, Optional
+from typing import Any, Generic, Iterable, List, Optional
 
-from rill.common.functions import Function
+from rill.common.functions import IN, KEY, OUT, W, W2, Function
 
 __all__ = [
     "KeyedStateStore",
@@ -73,7 +73,7 @@ class KeyedStateStore(abc.ABC):
         """The ``AggregatingState`` of ``state_descriptor`` in this store's scope."""
 
 
-class WindowFunction(Function):
+class WindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """A function over a keyed window's elements (PyFlink's ``WindowFunction``)."""
 
     @abc.abstractmethod
@@ -81,12 +81,13 @@ class WindowFunction(Function):
         """Return (or yield) the outputs for ``key`` and ``window``."""
 
 
-class ProcessWindowFunction(Function):
+class ProcessWindowFunction(Function, Generic[IN, OUT, KEY, W]):
     """A function over a keyed window's elements with a context: the window, time, per-window
     and global keyed state, side outputs (PyFlink's ``ProcessWindowFunction``)."""
 
-    class Context(abc.ABC):
-        """The context of :meth:`ProcessWindowFunction.process` (times in epoch ms)."""
+    class Context(abc.ABC, Generic[W2]):
+        """The context of :meth:`ProcessWindowFunction.process` (times in epoch ms); generic in
+        its window type as PyFlink's (``ProcessWindowFunction.Context[TimeWindow]``)."""
 
         @abc.abstractmethod
         def window(self) -> Any: ...
@@ -118,7 +119,7 @@ class ProcessWindowFunction(Function):
         per-window state kept in ``context.window_state()``."""
 
 
-class AllWindowFunction(Function):
+class AllWindowFunction(Function, Generic[IN, OUT, W]):
     """A function over a non-keyed window's elements (PyFlink's ``AllWindowFunction``)."""
 
     @abc.abstractmethod
@@ -126,7 +127,7 @@ class AllWindowFunction(Function):
         """Return (or yield) the outputs of ``window``."""
 
 
-class ProcessAllWindowFunction(Function):
+class ProcessAllWindowFunction(Function, Generic[IN, OUT, W]):
     """:class:`ProcessWindowFunction` for ``window_all`` (PyFlink's
     ``ProcessAllWindowFunction``); ``context`` has the same methods."""
 

@@ -6,12 +6,20 @@ successors are reached through :class:`ChainingOutput` (same thread, batches pas
 non-chained out edges through :class:`RecordWriterOutput` (the network). Operators are kept in
 Flink's order (depth-first post-order: the tail first, the head last), opened in that order so
 that a successor is ready before its predecessor emits, and finished head first.
+
+Declared output types: where Flink would serialize an operator's records (an out edge to the
+network, a source's output, a sink's input) and the operator declares an ``output_type`` that
+changes or checks values (``Types.FLOAT()``, ``Types.INT()``...), its main output goes through a
+:class:`TypeConvertingOutput`; records passed between chained user operators are not touched,
+as PyFlink fuses chained Python operators without serializing between them. A side output is
+converted the same way by its ``OutputTag``'s ``type_info``.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
+from rill.common.type_conversion import value_converter
 from rill.operators.base import TwoInputStreamOperator, attribute_error
 from rill.operators.context import StreamOperatorContext
 from rill.runtime.tasks.outputs import (
@@ -20,6 +28,7 @@ from rill.runtime.tasks.outputs import (
     ChainingOutput,
     RecordWriterOutput,
     TaggedOutput,
+    TypeConvertingOutput,
 )
 
 __all__ = ["OperatorChain"]
@@ -50,20 +59,29 @@ class OperatorChain:
         operator = cfg.operator_factory.create_operator(cfg.operator_name)
         main: List[Any] = []
         side: Dict[str, List[Any]] = {}
+        # the declared output type, applied where Flink serializes (see _serializes)
+        convert = value_converter(cfg.output_type, f"operator {cfg.operator_name!r} (output_type "
+                                                   f"{cfg.output_type!r})")
 
-        def route(edge, out) -> None:
+        def route(edge, out, serialized: bool) -> None:
             tag = getattr(edge, "output_tag", None)
             if tag is None:
-                main.append(out)
-            else:
-                side.setdefault(tag.tag_id, []).append(out)
+                main.append(TypeConvertingOutput(out, convert) if convert is not None and serialized else out)
+                return
+            # a side output is serialized with its OutputTag's type
+            tag_convert = value_converter(tag.type_info, f"operator {cfg.operator_name!r} (side output "
+                                                         f"{tag.tag_id!r}, {tag.type_info!r})")
+            if tag_convert is not None and serialized:
+                out = TypeConvertingOutput(out, tag_convert)
+            side.setdefault(tag.tag_id, []).append(out)
 
         for edge in cfg.chained_outputs:
             child = self._create(edge.target_id)
-            route(edge, ChainingOutput(child, self._configs[edge.target_id].operator_name))
+            target = self._configs[edge.target_id]
+            route(edge, ChainingOutput(child, target.operator_name), cfg.is_source or _is_sink(target))
         for edge in cfg.non_chained_outputs:
             writer = self._writer_by_edge[id(edge)]
-            route(edge, RecordWriterOutput(writer, _target_name(edge, self.vertex)))
+            route(edge, RecordWriterOutput(writer, _target_name(edge, self.vertex)), True)
 
         def combine(outs: List[Any]):
             if not outs:
@@ -115,6 +133,12 @@ class OperatorChain:
 
     def operator_names(self) -> List[str]:
         return [cfg.operator_name for cfg, _ in reversed(self.all_operators)]
+
+
+def _is_sink(cfg) -> bool:
+    """Whether the operator of ``cfg`` emits nothing (a sink: in PyFlink ``print()``, collect
+    and the file sinks are Java operators, so records reaching them are serialized)."""
+    return not cfg.chained_outputs and not cfg.non_chained_outputs
 
 
 def _target_name(edge, vertex) -> str:

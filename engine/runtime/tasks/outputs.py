@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional
 from rill.operators.base import Output, attribute_error
 from rill.common.streamrecord import Watermark
 
-__all__ = ["ChainingOutput", "BroadcastingOutput", "RecordWriterOutput", "TaggedOutput"]
+__all__ = ["ChainingOutput", "BroadcastingOutput", "RecordWriterOutput", "TaggedOutput", "TypeConvertingOutput"]
 
 
 class ChainingOutput(Output):
@@ -98,6 +98,40 @@ class RecordWriterOutput(Output):
 
     def close(self) -> None:
         self.record_writer.close()
+
+
+class TypeConvertingOutput(Output):
+    """Applies an operator's declared ``output_type`` to its records before ``inner`` (Flink
+    serializes them with that type's serializer there: ``Types.FLOAT()`` values come back as
+    float32, ``Types.INT()`` values must fit 32 bits; see :mod:`rill.common.type_conversion`).
+
+    Used only where Flink would serialize (the network, a source's output, a sink's input) and
+    only for a type whose converter is not ``None``: untyped streams never pay for it.
+
+    :raises TypeValueError: from ``collect_batch`` for a record that does not fit the type; the
+        message names the operator, the value and the type's rule.
+    """
+
+    def __init__(self, inner: Output, convert):
+        self.inner = inner
+        self.convert = convert
+
+    def collect_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
+        if values:
+            convert = self.convert
+            self.inner.collect_batch([convert(v) for v in values], timestamps)
+
+    def emit_watermark(self, watermark: Watermark) -> None:
+        self.inner.emit_watermark(watermark)
+
+    def emit_watermark_status(self, status) -> None:
+        self.inner.emit_watermark_status(status)
+
+    def collect_side(self, output_tag, value, timestamp=None) -> None:  # pragma: no cover
+        raise AssertionError("side outputs are routed by TaggedOutput")
+
+    def close(self) -> None:
+        self.inner.close()
 
 
 class BroadcastingOutput(Output):
