@@ -95,9 +95,9 @@ def test_a_side_output_is_converted_by_its_tags_type(env):
     assert sorted(out) == [("main", 110.1), ("side", F32_110_1)]
 
 
-def test_execute_and_collect_and_print_see_float32(env, capsys):
+def test_execute_and_collect_and_print_see_float32(env, printed):
     assert list(env.from_collection([0.1]).map(lambda v: v, output_type=Types.FLOAT()).execute_and_collect()) == \
         [0.10000000149011612]
     env.from_collection([0.1]).map(lambda v: v, output_type=Types.FLOAT()).print()
     env.execute()
-    assert capsys.readouterr().out == "0.10000000149011612\n"
+    assert printed() == "0.10000000149011612\n"

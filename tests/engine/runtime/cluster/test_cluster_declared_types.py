@@ -15,6 +15,7 @@ from rill.runtime.errors import JobExecutionException
 def cluster_env(cluster, parallelism=2) -> StreamExecutionEnvironment:
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(parallelism)
     return env
