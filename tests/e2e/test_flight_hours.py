@@ -205,9 +205,9 @@ def job_output(request, tmp_path_factory, flights_path) -> Path:
             mp.setenv("RILL_RUN_DIR", str(shared.run_dir))
             mp.setenv("RILL_EXECUTION_TARGET", shared.address)
         env = StreamExecutionEnvironment.get_execution_environment()
-    env.set_parallelism(2)
-    flight_hours.build_hourly(env, flights_path, weather_csv(), str(out))
-    result = env.execute("Flight hours")
+        env.set_parallelism(2)
+        flight_hours.build_hourly(env, flights_path, weather_csv(), str(out))
+        result = env.execute("Flight hours")  # in the context: the client reads the secret from RILL_RUN_DIR
     assert result.get_net_runtime() >= 0
     leftover = [t for t in threading.enumerate() if t not in threads_before and t.is_alive()]
     for t in leftover:

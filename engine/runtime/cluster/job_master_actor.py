@@ -407,7 +407,7 @@ class JobMasterActor(Actor):
         sub = self.submission
         if self.jm is None:
             return m.JobStatusReport(self.job_id, sub.job_name, "FAILED", {}, [], [], (0, None), False, 0,
-                                     _pickle_outcome(None, self.early_failure), os.getpid())
+                                     _pickle_outcome(None, self.early_failure), job_master_pid=os.getpid())
         jm = self.jm
         result = None
         if jm.result_future.done():

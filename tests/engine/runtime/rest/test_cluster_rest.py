@@ -76,9 +76,9 @@ def test_cluster_job_through_the_rest_endpoint_process(cluster, cluster_rest):
         assert F.JOB_OVERVIEW <= http.get("/jobs/overview")["jobs"][0].keys()
         tms = http.get("/taskmanagers")["taskmanagers"]
         assert sorted(t["id"] for t in tms) == ["taskexecutor-0", "taskexecutor-1"]
-        assert all(F.TASKMANAGER <= t.keys() and t["slotsNumber"] == 2 for t in tms)
+        assert all(F.TASKMANAGER <= t.keys() and t["slotsNumber"] == cluster.slots for t in tms)
         ov = http.get("/overview")
-        assert (ov["taskmanagers"], ov["slots-total"], ov["jobs-running"]) == (2, 4, 1)
+        assert (ov["taskmanagers"], ov["slots-total"], ov["jobs-running"]) == (2, 2 * cluster.slots, 1)
         assert http.get(f"/jobs/{job_id}/vertices/{sink['id']}/watermarks")[0]["id"] == "0.currentInputWatermark"
         assert client.get_backpressure_root_cause().vertex_name == "Sink: Slow"
 
