@@ -3,10 +3,13 @@ the other source of its group reads only while it is within the drift of the slo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pytest
 
 from _ds_helpers import collect, run
 from rill.common import Duration, WatermarkStrategy
+from rill.common.connector.source import Boundedness, Source, SourceReader, SourceSplit
 from rill.common.watermark_strategy import WatermarkAlignmentParams
 from rill.datastream import StreamExecutionEnvironment
 from rill.datastream.functions import CoProcessFunction
@@ -121,3 +124,43 @@ def test_a_paused_source_is_back_pressured_not_idle(env):
     fast_source = vertices["Source: fast"]
     assert fast_source.back_pressured_time_ms > fast_source.duration_ms / 2
     assert fast_source.idle_time_ms < fast_source.duration_ms / 10
+
+
+@dataclass(frozen=True)
+class _Forever(SourceSplit):
+    def split_id(self) -> str:
+        return "forever"
+
+
+class _NothingToRead(SourceReader):
+    def read(self, split):
+        while True:
+            yield []  # an unbounded source with nothing to hand over
+
+
+class Silent(Source):
+    """An unbounded source that never produces a record (nor, by itself, a watermark)."""
+
+    non_parallel = True
+
+    def get_boundedness(self):
+        return Boundedness.CONTINUOUS_UNBOUNDED
+
+    def create_splits(self, parallelism):
+        return [_Forever()]
+
+    def create_reader(self):
+        return _NothingToRead()
+
+
+def test_an_idle_source_does_not_hold_its_group_back(env):
+    """A source of the group that has nothing to read goes idle (with_idleness) and reports so:
+    the other source of the group reads all its records. Without idleness it would hold the
+    group at its start forever (every subtask of a group counts from the start)."""
+    env.set_parallelism(1)
+    env.get_configuration().set_integer("rill.source.batch-size", BATCH)
+    fast = env.from_collection([i * FAST_STEP_MS for i in range(1, 501)]).assign_timestamps_and_watermarks(
+        strategy(True))
+    silent = env.from_source(Silent(), strategy(True).with_idleness(Duration.of_millis(50)), "silent")
+    out = fast.union(silent).execute_and_collect(limit=500)
+    assert sorted(out) == [i * FAST_STEP_MS for i in range(1, 501)]
