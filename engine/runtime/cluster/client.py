@@ -162,7 +162,8 @@ class ClusterClient:
         job_id, job_name = str(job_graph.get_job_id()), job_graph.get_name()
         collect, endpoints, secret, channel_ids = _start_collect(job_graph, collect_channel)
         reply = self.ask(self.dispatcher, m.SubmitJob(job_id, job_name, payload, configuration,
-                                                      dict(job_parameters or {}), endpoints, secret))
+                                                      dict(job_parameters or {}), endpoints, secret,
+                                                      working_directory=os.getcwd()))
         if isinstance(reply, m.JobSubmissionFailed):
             if collect is not None:
                 collect.close()

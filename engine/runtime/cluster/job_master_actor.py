@@ -31,6 +31,7 @@ from rill.graph.states import ExecutionState
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, route_in_job_master
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.shipping import enter_working_directory
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
@@ -248,6 +249,7 @@ class JobMasterActor(Actor):
             self.early_failure.__cause__ = e
             self._report()
             return
+        enter_working_directory(sub.working_directory, self.job_id)  # before user code loads
         try:
             job_graph = cloudpickle.loads(sub.job_graph)
         except Exception as e:  # noqa: BLE001 - user code that does not load here
@@ -284,7 +286,7 @@ class JobMasterActor(Actor):
             return
         sub = self.submission
         job_information = cloudpickle.dumps(JobInformation(self.job_id, sub.job_name, sub.configuration,
-                                                           dict(sub.job_parameters)))
+                                                           dict(sub.job_parameters), sub.working_directory))
         # a vertex's operators (a source's whole collection, say) are pickled once for all its
         # subtasks; what differs per subtask is small
         task_informations: Dict[str, bytes] = {}

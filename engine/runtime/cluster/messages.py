@@ -35,7 +35,8 @@ def _short_repr(self) -> str:
 class SubmitJob:
     """:ivar job_graph: the JobGraph pickled with cloudpickle. :ivar configuration: the
     program's merged Configuration. :ivar collect_endpoints: ``channel id → (host, port)`` of
-    the client's collect servers."""
+    the client's collect servers. :ivar working_directory: the client's working directory,
+    against which the job's relative paths resolve on the cluster (see ``shipping``)."""
 
     job_id: str
     job_name: str
@@ -44,6 +45,7 @@ class SubmitJob:
     job_parameters: Dict[str, str]
     collect_endpoints: Dict[str, Tuple[str, int]] = field(default_factory=dict)
     collect_secret: Optional[bytes] = None
+    working_directory: Optional[str] = None
 
     __repr__ = _short_repr
 
