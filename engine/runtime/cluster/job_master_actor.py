@@ -272,6 +272,7 @@ class JobMasterActor(Actor):
         self.jm.start()
         if self.jm.result_future.done():
             return
+        self._send_report()  # RUNNING now: a job may end before the next report tick
         for task in self.deployer.tasks.values():
             tdd = task.tdd
             self.send(task.slot.task_executor, m.StartTask(self.job_id, tdd.attempt_id, tdd.task_name_with_subtasks,
@@ -305,7 +306,7 @@ class JobMasterActor(Actor):
                                                                  for pid, _ in gdd.channels]))
             subtask = cloudpickle.dumps(subtask_descriptor(dataclasses.replace(tdd, input_gates=gates)))
             task.execution_state = ExecutionState.DEPLOYING
-            log.info("JobMaster %s: DeployTask %s: %d bytes (subtask %d, task information %d, job information %d)",
+            log.debug("JobMaster %s: DeployTask %s: %d bytes (subtask %d, task information %d, job information %d)",
                      self.job_id, tdd.task_name_with_subtasks,
                      len(subtask) + len(task_information) + len(job_information), len(subtask),
                      len(task_information), len(job_information))
@@ -394,27 +395,34 @@ class JobMasterActor(Actor):
                 self.send(task.actor, ActorExitRequest())
 
     def _report(self) -> None:
+        """Send the report and, until it is the final one, schedule the next."""
+        if not self._send_report():
+            self.wakeupAfter(REPORT_INTERVAL)
+
+    def _send_report(self) -> bool:
+        """Send the job's report now; returns whether the final one has been sent."""
         if self.final_sent:
-            return
+            return True
         report = self._status_report()
         self.send(self.dispatcher, report)
         if report.result is not None:
             self.final_sent = True  # the Dispatcher stops this actor once it has the final report
             if self.orphaned:  # no Dispatcher will: stop here
                 self.send(self.myAddress, ActorExitRequest())
-        else:
-            self.wakeupAfter(REPORT_INTERVAL)
+        return self.final_sent
 
     def _status_report(self) -> m.JobStatusReport:
         sub = self.submission
         if self.jm is None:
             return m.JobStatusReport(self.job_id, sub.job_name, "FAILED", {}, [], [], (0, None), False, 0,
-                                     _pickle_outcome(None, self.early_failure), job_master_pid=os.getpid())
+                                     _pickle_outcome(None, self.early_failure),
+                                     job_master_pid=os.getpid(), failure_cause=str(self.early_failure))
         jm = self.jm
-        result = None
+        result = cause = None
         if jm.result_future.done():
             error = self.early_failure or jm.result_future.exception()
             result = _pickle_outcome(None if error else jm.result_future.result(), error)
+            cause = None if error is None else str(error)
         return m.JobStatusReport(
             job_id=self.job_id, job_name=jm.job_name,
             status="FAILED" if self.early_failure else jm.status.name,
@@ -423,7 +431,7 @@ class JobMasterActor(Actor):
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm),
-            job_master_pid=os.getpid())
+            job_master_pid=os.getpid(), failure_cause=cause)
 
     def _rest_snapshot(self, jm):
         """The job as the REST API shows it; None (logged) if it cannot be read: the REST

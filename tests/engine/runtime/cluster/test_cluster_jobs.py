@@ -265,7 +265,8 @@ def deploy_messages(cluster, job_id: str) -> dict:
             for name, *sizes in re.findall(pattern, log)}
 
 
-def test_a_downstream_task_is_not_sent_the_sources_collection(cluster):
+def test_a_downstream_task_is_not_sent_the_sources_collection(local_cluster):
+    cluster = local_cluster(2, 2, extra_env={"RILL_CLUSTER_LOG_LEVEL": "DEBUG"})  # DeployTask lines are DEBUG
     lines = [f"line {i:07d} " + "abcdefghij " * 3 for i in range(100_000)]  # 4.6 MB of text
     text_bytes = sum(len(s) for s in lines)
     env = cluster_env(cluster)
