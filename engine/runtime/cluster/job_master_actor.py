@@ -191,6 +191,8 @@ class JobMasterActor(Actor):
             if msg.failure is not None:
                 failure = cloudpickle.loads(msg.failure)
                 _attach_remote_traceback(failure, task)
+                log.debug("JobMaster %s: task %s FAILED: %s: %s", self.job_id, task.task_name_with_subtasks,
+                          type(failure.error).__name__, failure.error)
             task.update_state(ExecutionState[msg.state], failure)
         elif isinstance(msg, m.TaskMetricsReport):
             self._task(msg.attempt_id).metrics.update(msg.snapshot, msg.source_progress)
