@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import runpy
 import sys
 import time
@@ -164,7 +165,8 @@ def _run_program(args: argparse.Namespace, context: _CliContext) -> int:
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         else:
             sys.argv = [args.job] + list(args.args)
-            runpy.run_path(args.job, run_name="__main__")
+            # absolute: the program's code objects carry this name to the cluster's tracebacks
+            runpy.run_path(os.path.abspath(args.job), run_name="__main__")
     except _PlanAbort:
         return 0
     except KeyboardInterrupt:

@@ -213,3 +213,25 @@ def test_rill_run_says_where_print_output_of_a_cluster_job_went(local_cluster, t
     wait_until(lambda: "printed-by-the-task" in out_file.read_text(), lambda: out_file.read_text())
     embedded = rill(tmp_path, cluster.env, "run", "printing.py")
     assert "printed-by-the-task" in embedded.stdout and "print() output went" not in embedded.stderr
+
+
+def test_remote_tracebacks_show_the_program_file_and_line(local_cluster, tmp_path):
+    """cloudpickle ships the program's functions by value and used to name their file
+    ``<dynamic-code>``; the user's frames now show the file, the line and its source."""
+    cluster = local_cluster(1, 1)
+    job = tmp_path / "job.py"
+    job.write_text(
+        "from rill.datastream import StreamExecutionEnvironment\n"
+        "def parse(x):\n"
+        "    raise ValueError(f'bad record {x}')\n"
+        "env = StreamExecutionEnvironment.get_execution_environment()\n"
+        "env.from_collection([1]).map(parse).add_sink(lambda x: None)\n"
+        "env.execute('Bad')\n")
+    for target in (cluster.address, "embedded"):
+        proc = rill(tmp_path, cluster.env, "run", "--target", target, "job.py")
+        assert proc.returncode == 1
+        assert "<dynamic-code>" not in proc.stderr
+        assert f'  File "{job}", line 3, in parse\n    raise ValueError(f\'bad record {{x}}\')\n' in proc.stderr, \
+            proc.stderr
+    assert "Remote traceback (task Source: Collection Source -> Map -> Sink: Unnamed (1/1), pid " in proc.stderr \
+        or target == "embedded"

@@ -27,6 +27,7 @@ from typing import Dict, List, Optional
 import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessage
 
+from rill.common.pickling import dumps  # user code keeps its file names on its way to the tasks
 from rill.graph.states import ExecutionState
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, route_in_job_master
@@ -300,13 +301,13 @@ class JobMasterActor(Actor):
             vertex_id = str(tdd.vertex.get_id())
             task_information = task_informations.get(vertex_id)
             if task_information is None:
-                task_information = cloudpickle.dumps(TaskInformation.from_job_vertex(tdd.vertex))
+                task_information = dumps(TaskInformation.from_job_vertex(tdd.vertex))
                 task_informations[vertex_id] = task_information
             gates = []
             for gdd in tdd.input_gates:
                 gates.append(dataclasses.replace(gdd, locations=[tasks[pid.producer_id].data_address
                                                                  for pid, _ in gdd.channels]))
-            subtask = cloudpickle.dumps(subtask_descriptor(dataclasses.replace(tdd, input_gates=gates)))
+            subtask = dumps(subtask_descriptor(dataclasses.replace(tdd, input_gates=gates)))
             task.execution_state = ExecutionState.DEPLOYING
             log.debug("JobMaster %s: DeployTask %s: %d bytes (subtask %d, task information %d, job information %d)",
                      self.job_id, tdd.task_name_with_subtasks,

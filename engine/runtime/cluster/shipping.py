@@ -26,6 +26,7 @@ from typing import Iterable, List, Optional
 
 import cloudpickle
 
+from rill.common.pickling import dumps
 from rill.operators.factory import OperatorSerializationError
 
 __all__ = ["ship_job_graph", "local_modules", "enter_working_directory"]
@@ -95,7 +96,7 @@ def ship_job_graph(job_graph) -> bytes:
             pass  # not a regular module (namespace package, builtin)
     try:
         try:
-            return cloudpickle.dumps(job_graph)
+            return dumps(job_graph)  # code keeps its file name: remote tracebacks name the program's lines
         except Exception as e:  # noqa: BLE001 - cloudpickle raises many kinds
             error = e
         # only now operator by operator, to name the culprit: pickling every operator up
