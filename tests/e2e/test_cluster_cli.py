@@ -146,10 +146,11 @@ def test_rill_cancel_of_a_running_job_waits_for_it_and_says_how_it_ended(local_c
     cluster.wait_no_task_processes()
 
 
-def test_ctrl_c_on_rill_run_cancels_the_cluster_job(local_cluster, tmp_path, background):
+@pytest.mark.parametrize("progress", [[], ["--no-progress"]], ids=["progress-bar", "no-progress"])
+def test_ctrl_c_on_rill_run_cancels_the_cluster_job(local_cluster, tmp_path, background, progress):
     cluster = local_cluster(1, 1)
     (tmp_path / "endless.py").write_text(ENDLESS_JOB)
-    run = background(tmp_path, cluster.env, "run", "--target", cluster.address, "--no-progress", "endless.py")
+    run = background(tmp_path, cluster.env, "run", "--target", cluster.address, *progress, "endless.py")
     job_id = run.job_id()
     wait_until(lambda: " RUNNING " in job_line(cluster, job_id), lambda: job_line(cluster, job_id))
     run.proc.send_signal(signal.SIGINT)
