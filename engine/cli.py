@@ -26,6 +26,7 @@ import time
 import traceback
 from typing import List, Optional
 
+import rill
 from rill.datastream import stream_execution_environment as _see
 from rill.runtime.reporting import format_summary, run_progress_bar
 
@@ -191,7 +192,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``rill`` command; returns the exit code (0 ok, 1 the program failed
     or contained no job, 2 bad arguments)."""
     parser = argparse.ArgumentParser(prog="rill", description="Rill: stream processing with Flink's architecture")
-    parser.add_argument("--version", action="version", version=f"rill {_version()}")
+    parser.add_argument("--version", action="version", version=f"rill {rill.__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def job_args(p):
@@ -273,14 +274,6 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "run" and rc == 0:
         print(f"rill: program finished in {time.monotonic() - started:.2f} s", file=sys.stderr)
     return rc
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
-    try:
-        return version("rill")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "unknown (not installed)"
 
 
 if __name__ == "__main__":  # pragma: no cover
