@@ -205,6 +205,7 @@ def _cancel(job_id: str, port: int) -> int:
     Exit 0 only when this command cancelled it; 1 for an unknown job, a job that had already
     ended (naming its final state), or one that did not stop within ``CANCEL_WAIT_S``."""
     from rill.graph.states import JobStatus  # noqa: PLC0415
+    from rill.runtime.cluster import messages as m  # noqa: PLC0415
     from rill.runtime.cluster.client import ClusterClient  # noqa: PLC0415
     info = read_cluster_info(port)
     client = ClusterClient.for_address(info.host if info else "127.0.0.1", port)
@@ -220,8 +221,11 @@ def _cancel(job_id: str, port: int) -> int:
     status = ack.status
     while time.monotonic() < deadline:
         report = client.job_report(job_id)
-        status = getattr(report, "status", status)
-        if getattr(report, "result", None) is not None:
+        if not isinstance(report, m.JobStatusReport):  # UnknownJob: archived away meanwhile
+            print(f"rill: the cluster no longer knows job {job_id} (last status {status})", file=sys.stderr)
+            return 1
+        status = report.status
+        if report.result is not None:
             print(f"rill: job {job_id} {status}")
             return 0 if status == "CANCELED" else 1
         time.sleep(0.05)
