@@ -246,8 +246,11 @@ def main(argv: Optional[List[str]] = None) -> int:
         "duration and name."))
     listing.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
 
-    info = sub.add_parser("info", help="print a job's vertices, records and backpressure from the REST API")
-    info.add_argument("job_id")
+    info = sub.add_parser("info", help="print a job's vertices, records and backpressure from the REST API",
+                          description=(
+        "Ask the REST API of a job's cluster (--url) for the job and print its vertices, parallelism, status, "
+        "records in/out, busy and back-pressured ratios and the backpressure root cause."))
+    info.add_argument("job_id", help="the job's id (printed by rill run)")
     info.add_argument("--url", default=None, help="the REST endpoint (default: http://rest.address:rest.port)")
 
     args = parser.parse_args(argv)

@@ -93,7 +93,7 @@ def test_version():
     assert (proc.returncode, proc.stdout) == (0, f"rill {importlib.metadata.version('rill')}\n")
 
 
-@pytest.mark.parametrize("command", ["run", "plan", "cluster", "cancel", "list"])
+@pytest.mark.parametrize("command", ["run", "plan", "cluster", "cancel", "list", "info"])
 def test_every_subcommand_has_help_text(command):
     proc = rill(".", None, command, "--help")
     assert proc.returncode == 0, proc.stderr
