@@ -145,7 +145,7 @@ class ClusterGateway(RestfulGateway):
         return snap
 
     def cancel_job(self, job_id: str) -> None:
-        if not self._client.cancel(job_id):
+        if not self._client.cancel(job_id).known:
             raise JobNotFoundError(f"Job {job_id} not found")
 
     def list_taskmanagers(self) -> List[Dict]:
