@@ -34,9 +34,11 @@ def input_file(tmp_path) -> str:
     return str(path)
 
 
-def failing_job(target: str, input_file: str) -> StreamExecutionEnvironment:
+def failing_job(target: str, input_file: str, secret_file=None) -> StreamExecutionEnvironment:
     conf = Configuration()
     conf.set(ConfigOptions.EXECUTION_TARGET, target)
+    if secret_file is not None:  # the cluster's control plane refuses clients without its secret
+        conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(secret_file))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(2)
     (env.read_text_file(input_file).map(parse).name("Parse")     # chained to the source
@@ -61,7 +63,7 @@ def check_blames_the_source(env) -> None:
 def test_a_source_parse_error_is_the_root_cause_on_a_cluster(local_cluster, input_file):
     cluster = local_cluster(2, 2)
     for _ in range(RUNS):
-        check_blames_the_source(failing_job(cluster.address, input_file))
+        check_blames_the_source(failing_job(cluster.address, input_file, cluster.secret_file))
     cluster.wait_no_task_processes()
 
 
