@@ -143,8 +143,9 @@ class DispatcherActor(Actor):
         return m.UnknownJob(job_id, f"{previous}; the jobs it ran were lost with it", final=not recovering)
 
     def _store(self, report: m.JobStatusReport) -> None:
-        if report.job_id not in self.times:
-            return  # a job this Dispatcher never accepted, or archived and dropped already
+        # a job this Dispatcher did not accept (a restarted Dispatcher hears from the previous
+        # one's JobMasters): its start is when it was first heard of
+        self.times.setdefault(report.job_id, (time.time(), None))
         old = self.reports.get(report.job_id)
         if old is not None and old.result is not None:
             return  # final already
