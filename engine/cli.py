@@ -8,22 +8,31 @@ embedded one.
 ``rill plan JOB.py [ARGS]`` runs the program up to its first ``execute()`` and prints the four
 graph layers instead of running the job (as Flink's plan environments abort the program with
 a ``ProgramAbortException`` once the plan is known).
+
+``rill run`` prints each job's id when it is submitted (as ``flink run`` does). Ctrl-C while a
+job runs on a cluster cancels it and waits for it to stop, saying so with its id (a second
+Ctrl-C leaves it running and says how to cancel it); an embedded job ends with the process.
+When a cluster job has print sinks, ``rill run`` ends by saying which file got their output.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import runpy
 import sys
 import time
 import traceback
 from typing import List, Optional
 
+import rill
 from rill.datastream import stream_execution_environment as _see
 from rill.runtime.reporting import format_summary, run_progress_bar
 
 __all__ = ["main"]
+
+CANCEL_WAIT_S = 30.0
 
 
 class _PlanAbort(Exception):
@@ -39,6 +48,7 @@ class _CliContext:
         self.as_json = as_json
         self.progress = progress
         self.executed = False
+        self.cluster_jobs: List = []  # ClusterJobClients submitted by this program
 
     target: Optional[str] = None
 
@@ -65,19 +75,28 @@ class _CliContext:
                 print(render_plan(stream_graph, job_graph, execution_graph, transformations))
             raise _PlanAbort()
         from rill.runtime.executor import submit_job  # noqa: PLC0415
-        client = submit_job(stream_graph.get_job_graph(), env.get_configuration(),
+        job_graph = stream_graph.get_job_graph()
+        client = submit_job(job_graph, env.get_configuration(),
                             env.get_global_job_parameters(), collect_channel=collect_channel)
+        on_cluster = not client.tasks_share_a_process
+        if on_cluster:
+            self.cluster_jobs.append(client)
+        where = client.get_cluster_address() if on_cluster else "the embedded cluster"
+        print(f"rill: job '{client.get_job_name()}' ({client.get_job_id()}) submitted to {where}",
+              file=sys.stderr, flush=True)
         if collect_channel is not None:
             return client
-        return _ReportingJobClient(client, self.progress)
+        prints = on_cluster and _has_print_sink(job_graph)
+        return _ReportingJobClient(client, self.progress, prints)
 
 
 class _ReportingJobClient:
     """A JobClient whose result future draws progress while waiting and prints the summary."""
 
-    def __init__(self, client, progress: bool):
+    def __init__(self, client, progress: bool, cluster_prints: bool = False):
         self._client = client
         self._progress = progress
+        self._cluster_prints = cluster_prints
 
     def __getattr__(self, item):
         return getattr(self._client, item)
@@ -92,7 +111,50 @@ class _ReportingJobClient:
             result = self._client.get_job_execution_result().result(timeout)
         finally:
             print(format_summary(self._client), file=sys.stderr)
+            if self._cluster_prints:
+                print(_print_output_note(self._client), file=sys.stderr)
         return result
+
+
+def _has_print_sink(job_graph) -> bool:
+    from rill.operators.print_sink import PrintSinkOperator  # noqa: PLC0415
+    return any(issubclass(cfg.operator_factory.operator_class, PrintSinkOperator)
+               for v in job_graph.get_vertices() for cfg in v.stream_configs.values())
+
+
+def _print_output_note(client) -> str:
+    """Where a cluster job's print sinks wrote: the cluster's stdout file, not this terminal."""
+    path = client.get_print_output_file()
+    where = path if path is not None else (f"the .out file of {client.get_cluster_address()} "
+                                           "(cluster-<port>.out in the run directory where it was started)")
+    return (f"rill: the job's print() output went to the cluster's stdout, {where} "
+            "(as Flink's TaskManager .out files), not to this terminal")
+
+
+def _cancel_on_interrupt(context: "_CliContext") -> int:
+    """Ctrl-C: cancel the program's cluster jobs that still run and wait for them to stop (up
+    to ``CANCEL_WAIT_S`` each); a second Ctrl-C leaves them running. Returns 130 (SIGINT)."""
+    running = [c for c in context.cluster_jobs if not c.is_done()]
+    if not running:
+        print("rill: interrupted", file=sys.stderr)
+    for c in running:
+        job_id, where = c.get_job_id(), c.get_cluster_address()
+        port = where.rsplit(":", 1)[1]
+        print(f"rill: interrupted: cancelling job {job_id} on {where} (Ctrl-C again to leave it running)",
+              file=sys.stderr, flush=True)
+        try:
+            c.cancel()
+            status = c.wait(CANCEL_WAIT_S)
+        except KeyboardInterrupt:
+            print(f"rill: job {job_id} keeps running on {where}; stop it with `rill cancel {job_id} --port {port}`",
+                  file=sys.stderr)
+            continue
+        if c.is_done():
+            print(f"rill: job {job_id} {status.name}", file=sys.stderr)
+        else:
+            print(f"rill: job {job_id} did not stop within {CANCEL_WAIT_S:.0f} s ({status.name}); see "
+                  f"`rill list --port {port}`", file=sys.stderr)
+    return 130
 
 
 def _run_program(args: argparse.Namespace, context: _CliContext) -> int:
@@ -104,9 +166,12 @@ def _run_program(args: argparse.Namespace, context: _CliContext) -> int:
             runpy.run_module(args.module, run_name="__main__", alter_sys=True)
         else:
             sys.argv = [args.job] + list(args.args)
-            runpy.run_path(args.job, run_name="__main__")
+            # absolute: the program's code objects carry this name to the cluster's tracebacks
+            runpy.run_path(os.path.abspath(args.job), run_name="__main__")
     except _PlanAbort:
         return 0
+    except KeyboardInterrupt:
+        return _cancel_on_interrupt(context)
     except SystemExit as e:  # the program's own argparse/exit
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     except BaseException as e:  # noqa: BLE001 - report the program's failure, not ours
@@ -127,7 +192,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``rill`` command; returns the exit code (0 ok, 1 the program failed
     or contained no job, 2 bad arguments)."""
     parser = argparse.ArgumentParser(prog="rill", description="Rill: stream processing with Flink's architecture")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"rill {rill.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def job_args(p):
         p.add_argument("job", nargs="?", help="the DataStream program file")
@@ -135,18 +201,26 @@ def main(argv: Optional[List[str]] = None) -> int:
         p.add_argument("-p", "--parallelism", type=int, help="default parallelism of the job")
         p.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the program")
 
-    run = sub.add_parser("run", help="run a job file")
+    run = sub.add_parser("run", help="run a job file", description=(
+        "Run a DataStream program (a file, or a module with -m) as __main__; its execute() submits the job "
+        "to the embedded cluster in this process, or with --target to a running cluster. Prints the job's "
+        "id at submission, a progress bar and a summary per vertex; Ctrl-C cancels a cluster job."))
     job_args(run)
     run.add_argument("--target", "-t", default=None,
                      help="where the job runs: embedded (default: execution.target), cluster (the cluster "
                           "`rill cluster start` started here) or cluster://host:port")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
 
-    plan = sub.add_parser("plan", help="print the graphs of a job file without running it")
+    plan = sub.add_parser("plan", help="print the graphs of a job file without running it", description=(
+        "Run the program up to its first execute() and print the Transformations, StreamGraph, JobGraph "
+        "and ExecutionGraph instead of running the job."))
     job_args(plan)
     plan.add_argument("--json", action="store_true", help="JSON instead of text")
 
-    cluster = sub.add_parser("cluster", help="start, stop, inspect or join a local cluster")
+    cluster = sub.add_parser("cluster", help="start, stop, inspect or join a local cluster", description=(
+        "start: a cluster on this machine (returns once it runs); stop: every process of it exits; "
+        "status: its TaskExecutors, slots and jobs; join: add a TaskExecutor from this host to a cluster "
+        "(--leader)."))
     cluster.add_argument("action", choices=["start", "stop", "status", "join"])
     cluster.add_argument("--task-executors", "-n", type=int, default=1, help="TaskExecutors to start (start)")
     cluster.add_argument("--slots", "-s", type=int, default=None,
@@ -161,15 +235,22 @@ def main(argv: Optional[List[str]] = None) -> int:
                               "(default: security.cluster.secret-file); required to join")
     cluster.add_argument("--in-process", action="store_true", help=argparse.SUPPRESS)
 
-    cancel = sub.add_parser("cancel", help="cancel a job running on a cluster")
-    cancel.add_argument("job_id")
+    cancel = sub.add_parser("cancel", help="cancel a job running on a cluster", description=(
+        "Cancel a job of a cluster and wait until it has stopped; exits 1 when the job is unknown, had "
+        "already ended (its final state is printed) or did not stop."))
+    cancel.add_argument("job_id", help="the job's id (printed by rill run, listed by rill list)")
     cancel.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
 
-    listing = sub.add_parser("list", help="list the jobs of a cluster")
+    listing = sub.add_parser("list", help="list the jobs of a cluster", description=(
+        "The jobs a cluster runs or ran (its last 100 finished ones): id, status, submission time, "
+        "duration and name."))
     listing.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
 
-    info = sub.add_parser("info", help="print a job's vertices, records and backpressure from the REST API")
-    info.add_argument("job_id")
+    info = sub.add_parser("info", help="print a job's vertices, records and backpressure from the REST API",
+                          description=(
+        "Ask the REST API of a job's cluster (--url) for the job and print its vertices, parallelism, status, "
+        "records in/out, busy and back-pressured ratios and the backpressure root cause."))
+    info.add_argument("job_id", help="the job's id (printed by rill run)")
     info.add_argument("--url", default=None, help="the REST endpoint (default: http://rest.address:rest.port)")
 
     args = parser.parse_args(argv)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ipaddress
 import socket
 import sys
+import time
 
 from rill.common.configuration import ConfigOptions, load_configuration
 from rill.runtime.cluster.actor_system import (
@@ -17,7 +18,9 @@ from rill.runtime.cluster.actor_system import (
     read_secret_file,
 )
 
-__all__ = ["run_cluster_command"]
+__all__ = ["run_cluster_command", "format_duration_s"]
+
+CANCEL_WAIT_S = 30.0
 
 
 def run_cluster_command(args) -> int:
@@ -174,18 +177,57 @@ def _status(port: int, jobs_only: bool = False) -> int:
               f"{sum(t[1] for t in overview.task_executors)} slot(s), {sum(t[2] for t in overview.task_executors)} free")
         for rid, slots, free, pid, host in overview.task_executors:
             print(f"  {rid:<28} host {host:<15} pid {pid:<8} slots {slots} free {free}")
-    print(f"jobs: {len(overview.jobs)}")
-    for job_id, name, status in overview.jobs:
-        print(f"  {job_id}  {status:<10} {name}")
+    _print_jobs(overview.jobs)
     return 0
+
+
+def _print_jobs(jobs) -> None:
+    """One line per job, as ``flink list``: id, status, submission time (local), duration (up
+    to now while it runs), name."""
+    now = time.time()
+    print(f"jobs: {len(jobs)}")
+    for job_id, name, status, submitted, ended in jobs:
+        started = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(submitted))
+        duration = format_duration_s((ended if ended is not None else now) - submitted)
+        print(f"  {job_id}  {status:<10} started {started}  duration {duration:>8}  {name}")
+
+
+def format_duration_s(seconds: float) -> str:
+    """``0.4 s``, ``59.9 s``, ``1:00:05`` (h:mm:ss from one minute on)."""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    whole = int(seconds)
+    return f"{whole // 3600}:{whole // 60 % 60:02d}:{whole % 60:02d}"
 
 
 def _cancel(job_id: str, port: int) -> int:
+    """``flink cancel``: ask, then wait until the job has stopped and say how it ended.
+    Exit 0 only when this command cancelled it; 1 for an unknown job, a job that had already
+    ended (naming its final state), or one that did not stop within ``CANCEL_WAIT_S``."""
+    from rill.graph.states import JobStatus  # noqa: PLC0415
+    from rill.runtime.cluster import messages as m  # noqa: PLC0415
     from rill.runtime.cluster.client import ClusterClient  # noqa: PLC0415
     info = read_cluster_info(port)
     client = ClusterClient.for_address(info.host if info else "127.0.0.1", port)
-    if not client.cancel(job_id):
+    ack = client.cancel(job_id)
+    if not ack.known:
         print(f"rill: the cluster knows no job {job_id}", file=sys.stderr)
         return 1
+    if JobStatus[ack.status].is_globally_terminal_state():
+        print(f"rill: job {job_id} had already ended: {ack.status}; nothing to cancel", file=sys.stderr)
+        return 1
     print(f"rill: cancelling job {job_id}")
-    return 0
+    deadline = time.monotonic() + CANCEL_WAIT_S
+    status = ack.status
+    while time.monotonic() < deadline:
+        report = client.job_report(job_id)
+        if not isinstance(report, m.JobStatusReport):  # UnknownJob: archived away meanwhile
+            print(f"rill: the cluster no longer knows job {job_id} (last status {status})", file=sys.stderr)
+            return 1
+        status = report.status
+        if report.result is not None:
+            print(f"rill: job {job_id} {status}")
+            return 0 if status == "CANCELED" else 1
+        time.sleep(0.05)
+    print(f"rill: job {job_id} did not stop within {CANCEL_WAIT_S:.0f} s (status {status})", file=sys.stderr)
+    return 1

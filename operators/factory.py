@@ -16,8 +16,7 @@ import io
 import pickle
 from typing import Any, List, Optional, Tuple
 
-import cloudpickle
-
+from rill.common.pickling import SourceKeepingPickler, dumps
 from rill.operators.base import ChainingStrategy, StreamOperator
 
 __all__ = ["SimpleOperatorFactory", "OperatorSerializationError"]
@@ -27,8 +26,9 @@ class OperatorSerializationError(TypeError):
     """An operator (usually its user function) cannot be serialized for deployment."""
 
 
-class _InProcessPickler(cloudpickle.CloudPickler):
-    """Pickles an operator but records shared plan objects by reference."""
+class _InProcessPickler(SourceKeepingPickler):
+    """Pickles an operator but records shared plan objects by reference (code keeps its file
+    name, so tracebacks of by-value functions name their file)."""
 
     def __init__(self, file, shared: List[Any]):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
@@ -85,7 +85,7 @@ class SimpleOperatorFactory:
         :raises OperatorSerializationError: naming the operator, when pickling fails.
         """
         if for_shipping:
-            return self._pickle(operator_name, lambda: cloudpickle.dumps(self.operator))
+            return self._pickle(operator_name, lambda: dumps(self.operator))
         return self._in_process_form(operator_name)[0]
 
     def _in_process_form(self, operator_name: str) -> Tuple[bytes, List[Any]]:

@@ -67,6 +67,10 @@ class ConfigOptions:
         "taskmanager.host", "127.0.0.1",
         "Address cluster sockets (actors, data plane) bind to; loopback unless set.")
     NUM_TASK_SLOTS = ConfigOption("taskmanager.numberOfTaskSlots", 1, "Slots per TaskExecutor.")
+    CLUSTER_LOG_LEVEL = ConfigOption(
+        "cluster.log-level", "INFO",
+        "Level of the cluster log (cluster-<port>.log): INFO has one line per job event, DEBUG adds "
+        "per-task deployment details (Flink sets this in log4j's configuration).")
     NETWORK_CREDIT_MODEL = ConfigOption(
         "taskmanager.network.credit-model", True,
         "Credit-based flow control between processes (false: send without credit on the shared "

@@ -15,6 +15,7 @@ Run the source with parallelism 1: the order is the point of it.
 from __future__ import annotations
 
 import calendar
+import os
 from dataclasses import dataclass
 from typing import Iterator, List, Optional, Tuple
 
@@ -78,7 +79,7 @@ class ScheduledFlightsSource(Source):
     """
 
     def __init__(self, path: str):
-        self.path = path
+        self.path = os.path.abspath(path)  # the same file from every process of a cluster
 
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
         ranges = {}
@@ -99,7 +100,6 @@ class ScheduledFlightsSource(Source):
         return _Reader(self.path)
 
     def estimated_total_units(self) -> Optional[int]:
-        import os  # noqa: PLC0415
         with open(self.path, "rb") as f:
             header = len(f.readline())
         return os.path.getsize(self.path) - header

@@ -3,7 +3,7 @@
 
     rill run -p 2 -m rill.examples.flight_stats -- --output out/flight_stats
 
-It writes three outputs under ``--output``:
+It writes three outputs under ``--output`` (replacing the part files of an earlier run there):
 
 - ``stats/``: running statistics per carrier and per route (this module);
 - ``hourly/``: per origin and hour of actual departure, the flight count and mean departure
@@ -33,6 +33,7 @@ from rill.datastream.state import ValueStateDescriptor
 from rill.examples.data import flights_csv, weather_csv
 from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.examples.flight_hours import build_hourly, csv_sink
+from rill.examples.outputs import clear_earlier_parts
 
 __all__ = ["Flight", "parse_flight", "FlightStats", "build_job", "main"]
 
@@ -106,6 +107,8 @@ def main(argv=None) -> None:
     if args.parallelism:
         env.set_parallelism(args.parallelism)
     flights = args.input or flights_csv()
+    for part in ("stats", "hourly", "late"):  # a second run replaces the first's rows
+        clear_earlier_parts(f"{args.output}/{part}", part, ".csv")
     build_job(env, flights, f"{args.output}/stats")
     build_hourly(env, flights, args.weather or weather_csv(), args.output)
     result = env.execute("Flight statistics")

@@ -16,6 +16,7 @@ from typing import Iterator, Tuple
 from rill.common import Encoder
 from rill.datastream import StreamExecutionEnvironment
 from rill.datastream.connectors import BucketAssigner, FileSink, OutputFileConfig
+from rill.examples.outputs import clear_earlier_parts
 
 __all__ = ["split_words", "build_job", "main"]
 
@@ -55,6 +56,8 @@ def main(argv=None) -> None:
     parser.add_argument("--output", help="output directory (default: print to stdout)")
     args = parser.parse_args(argv)
     env = StreamExecutionEnvironment.get_execution_environment()
+    if args.output is not None:  # a second run replaces the first's counts
+        clear_earlier_parts(args.output, "counts", ".txt")
     build_job(env, args.input, args.output)
     env.execute("WordCount")
 

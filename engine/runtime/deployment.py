@@ -119,12 +119,16 @@ class JobInformation:
         over its own process's configuration, so per-job settings win (network memory, segment
         size).
     :param job_parameters: the job's global parameters (``str`` → ``str``).
+    :param working_directory: the submitting client's working directory (absolute), or None;
+        a cluster task process resolves relative paths against it (Rill's addition, see
+        ``rill.runtime.cluster.shipping.enter_working_directory``).
     """
 
     job_id: str
     job_name: str
     job_configuration: Any
     job_parameters: Dict[str, str] = field(default_factory=dict)
+    working_directory: Optional[str] = None
 
 
 @dataclass

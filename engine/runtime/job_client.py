@@ -21,6 +21,9 @@ class JobClient:
     busy/idle/back-pressured time per second, buffer pool usage).
     """
 
+    #: Tasks are threads of this process (read by ``rill run``'s summary and messages).
+    tasks_share_a_process = True
+
     def __init__(self, job_master, on_close=None, web_interface_url: Optional[str] = None):
         self._jm = job_master
         self._on_close = on_close

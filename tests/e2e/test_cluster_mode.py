@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -60,5 +61,5 @@ def test_rill_execution_target_cluster_uses_the_cluster_started_here(cluster, tm
     assert "FINISHED" in proc.stderr
     assert lines_of(tmp_path / "out") == ["('a', 1)", "('a', 2)", "('b', 1)"]
     listing = cluster.cli("list", "--port", str(cluster.port)).stdout
-    assert "FINISHED   WordCount" in listing
+    assert re.search(r"FINISHED   started .* WordCount$", listing, re.M), listing
     assert os.environ.get("RILL_EXECUTION_TARGET") is None

@@ -94,7 +94,9 @@ class FileSource(Source):
     """Text lines of files or of all files (non-hidden, recursively) under directories.
 
     :param paths: files or directories; missing paths raise ``FileNotFoundError`` when the
-        job graph is built (on ``from_source``), naming the path.
+        job graph is built (on ``from_source``), naming the path. Relative paths are made
+        absolute here, against the working directory of the program that builds the job, so
+        they mean the same file on a cluster whose processes run elsewhere.
     :param split_size_bytes: maximum bytes per split (default 4 MiB).
     """
 
@@ -103,7 +105,8 @@ class FileSource(Source):
     def __init__(self, paths: Sequence[str], stream_format: StreamFormat, split_size_bytes: int = 4 << 20):
         if split_size_bytes < 1:
             raise ValueError(f"FileSource: split size must be >= 1 byte, got {split_size_bytes}")
-        self.paths = [str(p) for p in paths]
+        self._given = [str(p) for p in paths]
+        self.paths = [os.path.abspath(p) for p in self._given]
         self.stream_format = stream_format
         self.split_size_bytes = split_size_bytes
         self._files = self._list_files()
@@ -114,7 +117,7 @@ class FileSource(Source):
 
     def _list_files(self) -> List[str]:
         files: List[str] = []
-        for p in self.paths:
+        for given, p in zip(self._given, self.paths):
             path = Path(p)
             if path.is_file():
                 files.append(str(path))
@@ -123,7 +126,8 @@ class FileSource(Source):
                     dirs[:] = sorted(d for d in dirs if not d.startswith((".", "_")))
                     files.extend(os.path.join(root, n) for n in sorted(names) if not n.startswith((".", "_")))
             else:
-                raise FileNotFoundError(f"FileSource: input path '{p}' does not exist")
+                where = "" if given == p else f" (resolved against {os.getcwd()})"
+                raise FileNotFoundError(f"FileSource: input path '{given}'{where} does not exist")
         return files
 
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
@@ -232,11 +236,14 @@ class FileSink:
     Files are written as hidden ``.<name>.inprogress`` files and renamed to their final name
     when the subtask finishes (Flink commits on checkpoints; until Rill has checkpoints, the end
     of input is the commit point, as in Flink's BATCH execution).
+
+    A relative ``base_path`` is made absolute against the working directory of the program that
+    builds the sink, so a job on a cluster writes where its program was run.
     """
 
     def __init__(self, base_path: str, encoder: Encoder, output_file_config: OutputFileConfig,
                  bucket_assigner: BucketAssigner, rolling_policy: RollingPolicy):
-        self.base_path = str(base_path)
+        self.base_path = os.path.abspath(str(base_path))
         self.encoder = encoder
         self.output_file_config = output_file_config
         self.bucket_assigner = bucket_assigner

@@ -278,11 +278,23 @@ LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"
 
 
 def _log_defs(log_file: str) -> Dict[str, Any]:
+    """Thespian's ``logDefs``: every actor's records into ``log_file`` at ``cluster.log-level``.
+
+    :raises ValueError: naming the key and the value when the level is not a logging level.
+    """
+    from rill.common.configuration import ConfigOptions, load_configuration  # noqa: PLC0415
+    name = str(load_configuration().get(ConfigOptions.CLUSTER_LOG_LEVEL)).upper()
+    level = logging.getLevelName(name)
+    if not isinstance(level, int):
+        raise ValueError(f"{ConfigOptions.CLUSTER_LOG_LEVEL.key}: '{name}' is not a logging level "
+                         "(DEBUG, INFO, WARNING, ERROR, CRITICAL)")
     return {
         "version": 1,
         "formatters": {"plain": {"format": LOG_FORMAT}},
-        "handlers": {"file": {"class": "logging.FileHandler", "filename": log_file, "formatter": "plain"}},
-        "root": {"handlers": ["file"], "level": logging.INFO},
+        # the level on the handler too: records from actor processes reach it unfiltered
+        "handlers": {"file": {"class": "logging.FileHandler", "filename": log_file, "formatter": "plain",
+                              "level": level}},
+        "root": {"handlers": ["file"], "level": level},
     }
 
 

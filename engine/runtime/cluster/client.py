@@ -144,9 +144,10 @@ class ClusterClient:
         jobs = self.ask(leaders.dispatcher, m.RequestClusterOverview())
         return m.ClusterOverview(tes.task_executors, jobs.jobs)
 
-    def cancel(self, job_id: str) -> bool:
-        """Cancel ``job_id``; returns whether the cluster knows the job."""
-        return self.ask(self.dispatcher, m.CancelJob(job_id)).known
+    def cancel(self, job_id: str) -> m.CancelAck:
+        """Ask the Dispatcher to cancel ``job_id``; the reply says whether it knows the job and
+        the job's status when the request arrived (a terminal status: nothing was cancelled)."""
+        return self.ask(self.dispatcher, m.CancelJob(job_id))
 
     def job_report(self, job_id: str, timeout_s: float = ASK_TIMEOUT_S):
         return self.ask(self.leaders(timeout_s).dispatcher, m.RequestJobStatus(job_id), timeout_s)
@@ -162,7 +163,8 @@ class ClusterClient:
         job_id, job_name = str(job_graph.get_job_id()), job_graph.get_name()
         collect, endpoints, secret, channel_ids = _start_collect(job_graph, collect_channel)
         reply = self.ask(self.dispatcher, m.SubmitJob(job_id, job_name, payload, configuration,
-                                                      dict(job_parameters or {}), endpoints, secret))
+                                                      dict(job_parameters or {}), endpoints, secret,
+                                                      working_directory=os.getcwd()))
         if isinstance(reply, m.JobSubmissionFailed):
             if collect is not None:
                 collect.close()
@@ -285,6 +287,19 @@ class ClusterJobClient:
     # -- JobClient ----------------------------------------------------------------------------
     def get_job_id(self) -> str:
         return self._job_id
+
+    def get_cluster_address(self) -> str:
+        """``cluster://host:port`` of the cluster running the job."""
+        return f"cluster://{self._client.host}:{self._client.port}"
+
+    def get_print_output_file(self) -> Optional[str]:
+        """Where the cluster's processes' stdout goes (``print()`` in tasks, Flink's TaskManager
+        ``.out`` file): ``cluster-<port>.out`` next to the cluster's log, when the cluster was
+        started on this machine with the run directory this process sees; else None."""
+        info = read_cluster_info(self._client.port)
+        if info is None or info.host != self._client.host:
+            return None
+        return os.path.splitext(info.log_file)[0] + ".out"
 
     def get_job_name(self) -> str:
         return self._job_name

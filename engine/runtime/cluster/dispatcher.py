@@ -3,6 +3,10 @@ submitted JobGraphs, starts one JobMaster actor per job, answers status queries 
 reports its JobMasters push, forwards cancellations, and keeps the final report of the last
 ``MAX_ARCHIVED`` jobs (Flink's ``jobstore.max-capacity``) after their JobMasters exit.
 
+The cluster log gets one INFO line per job event, as Flink's Dispatcher and JobMaster log
+them: submitted, each job status change (RUNNING, FINISHED, CANCELED ...) and FAILED with its
+cause; per-task deployment details are DEBUG.
+
 It never loads user code: the JobGraph stays bytes until the JobMaster's process loads it.
 
 Failures of the processes around it: a JobMaster whose process exits (Thespian's
@@ -22,7 +26,7 @@ import logging
 import os
 import time
 from datetime import timedelta
-from typing import Optional
+from typing import Dict, Optional, Tuple
 
 import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage, WakeupMessage
@@ -54,6 +58,7 @@ class DispatcherActor(Actor):
         self.started = time.monotonic()
         self.watch = ParentWatch()
         self.orphaned_at: Optional[float] = None
+        self.times: Dict[str, Tuple[float, Optional[float]]] = {}  # job id → (submitted, ended), epoch s
 
     def receiveMessage(self, msg, sender):  # noqa: N802, C901 - Thespian's name; one dispatch
         if isinstance(msg, m.InitDispatcher):
@@ -81,11 +86,15 @@ class DispatcherActor(Actor):
             jm = self.job_masters.get(msg.job_id)
             if jm is not None:
                 self.send(jm, msg)
-            self.send(sender, m.CancelAck(msg.job_id, msg.job_id in self.reports))
+            report = self.reports.get(msg.job_id)
+            if report is not None and report.result is None:
+                log.info("job %s (%s): cancellation requested", msg.job_id, report.job_name)
+            self.send(sender, m.CancelAck(msg.job_id, report is not None, report.status if report else None))
         elif isinstance(msg, KvStateRequest):
             route_in_dispatcher(self.job_masters, msg, sender, self.send)
         elif isinstance(msg, m.RequestClusterOverview):
-            self.send(sender, m.ClusterOverview([], [(r.job_id, r.job_name, r.status) for r in self.reports.values()]))
+            self.send(sender, m.ClusterOverview([], [(r.job_id, r.job_name, r.status, *self.times[r.job_id])
+                                                     for r in self.reports.values()]))
         elif isinstance(msg, ChildActorExited):
             self._job_master_exited(msg.childAddress)
         elif isinstance(msg, ActorExitRequest):
@@ -103,6 +112,8 @@ class DispatcherActor(Actor):
             return
         jm = self.createActor(JobMasterActor)
         self.job_masters[msg.job_id] = jm
+        self.times[msg.job_id] = (time.time(), None)
+        log.info("job %s (%s) submitted", msg.job_id, msg.job_name)
         self._store(m.JobStatusReport(msg.job_id, msg.job_name, "CREATED", {}, [], [], (0, None), False, None))
         init = self.init
         self.send(jm, m.StartJobMaster(msg.job_id, msg, self.myAddress, self.resource_manager, self.secret,
@@ -132,19 +143,33 @@ class DispatcherActor(Actor):
         return m.UnknownJob(job_id, f"{previous}; the jobs it ran were lost with it", final=not recovering)
 
     def _store(self, report: m.JobStatusReport) -> None:
+        # a job this Dispatcher did not accept (a restarted Dispatcher hears from the previous
+        # one's JobMasters): its start is when it was first heard of
+        self.times.setdefault(report.job_id, (time.time(), None))
         old = self.reports.get(report.job_id)
         if old is not None and old.result is not None:
             return  # final already
         if old is not None and report.job_master_pid is None:
             report.job_master_pid = old.job_master_pid
         self.reports[report.job_id] = report
+        if old is not None and old.status != report.status:
+            self._log_status(report)
         if report.result is not None:
+            self.times[report.job_id] = (self.times[report.job_id][0], time.time())
             jm = self.job_masters.pop(report.job_id, None)
             if jm is not None:
                 self.send(jm, ActorExitRequest())
             finished = [j for j, r in self.reports.items() if r.result is not None]
             for j in finished[:max(0, len(finished) - MAX_ARCHIVED)]:
                 del self.reports[j]
+                del self.times[j]
+
+    @staticmethod
+    def _log_status(report: m.JobStatusReport) -> None:
+        if report.status == "FAILED":
+            log.info("job %s (%s) FAILED: %s", report.job_id, report.job_name, report.failure_cause or "unknown cause")
+        else:
+            log.info("job %s (%s) is %s", report.job_id, report.job_name, report.status)
 
     def _job_master_exited(self, address) -> None:
         for job_id, jm in list(self.job_masters.items()):
@@ -157,8 +182,11 @@ class DispatcherActor(Actor):
                     log.warning("job %s failed: %s", job_id, cause)
                     error = JobExecutionException(job_id, f"Job '{report.job_name}' ({job_id}) failed: {cause}")
                     report.status = "FAILED"
+                    report.failure_cause = str(error)
                     report.result = cloudpickle.dumps((None, error, None))
                     # its tasks would run on and hold their slots: the ResourceManager frees the
                     # slots and has the TaskExecutors stop the tasks
                     if self.resource_manager is not None:
                         self.send(self.resource_manager, m.JobMasterLost(job_id, cause))
+                    self.times[job_id] = (self.times[job_id][0], time.time())
+                    self._log_status(report)

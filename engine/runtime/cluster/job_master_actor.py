@@ -27,10 +27,12 @@ from typing import Dict, List, Optional
 import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessage
 
+from rill.common.pickling import dumps  # user code keeps its file names on its way to the tasks
 from rill.graph.states import ExecutionState
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, route_in_job_master
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.shipping import enter_working_directory
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
@@ -190,6 +192,8 @@ class JobMasterActor(Actor):
             if msg.failure is not None:
                 failure = cloudpickle.loads(msg.failure)
                 _attach_remote_traceback(failure, task)
+                log.debug("JobMaster %s: task %s FAILED: %s: %s", self.job_id, task.task_name_with_subtasks,
+                          type(failure.error).__name__, failure.error)
             task.update_state(ExecutionState[msg.state], failure)
         elif isinstance(msg, m.TaskMetricsReport):
             self._task(msg.attempt_id).metrics.update(msg.snapshot, msg.source_progress)
@@ -248,6 +252,7 @@ class JobMasterActor(Actor):
             self.early_failure.__cause__ = e
             self._report()
             return
+        enter_working_directory(sub.working_directory, self.job_id)  # before user code loads
         try:
             job_graph = cloudpickle.loads(sub.job_graph)
         except Exception as e:  # noqa: BLE001 - user code that does not load here
@@ -270,6 +275,7 @@ class JobMasterActor(Actor):
         self.jm.start()
         if self.jm.result_future.done():
             return
+        self._send_report()  # RUNNING now: a job may end before the next report tick
         for task in self.deployer.tasks.values():
             tdd = task.tdd
             self.send(task.slot.task_executor, m.StartTask(self.job_id, tdd.attempt_id, tdd.task_name_with_subtasks,
@@ -284,7 +290,7 @@ class JobMasterActor(Actor):
             return
         sub = self.submission
         job_information = cloudpickle.dumps(JobInformation(self.job_id, sub.job_name, sub.configuration,
-                                                           dict(sub.job_parameters)))
+                                                           dict(sub.job_parameters), sub.working_directory))
         # a vertex's operators (a source's whole collection, say) are pickled once for all its
         # subtasks; what differs per subtask is small
         task_informations: Dict[str, bytes] = {}
@@ -295,15 +301,15 @@ class JobMasterActor(Actor):
             vertex_id = str(tdd.vertex.get_id())
             task_information = task_informations.get(vertex_id)
             if task_information is None:
-                task_information = cloudpickle.dumps(TaskInformation.from_job_vertex(tdd.vertex))
+                task_information = dumps(TaskInformation.from_job_vertex(tdd.vertex))
                 task_informations[vertex_id] = task_information
             gates = []
             for gdd in tdd.input_gates:
                 gates.append(dataclasses.replace(gdd, locations=[tasks[pid.producer_id].data_address
                                                                  for pid, _ in gdd.channels]))
-            subtask = cloudpickle.dumps(subtask_descriptor(dataclasses.replace(tdd, input_gates=gates)))
+            subtask = dumps(subtask_descriptor(dataclasses.replace(tdd, input_gates=gates)))
             task.execution_state = ExecutionState.DEPLOYING
-            log.info("JobMaster %s: DeployTask %s: %d bytes (subtask %d, task information %d, job information %d)",
+            log.debug("JobMaster %s: DeployTask %s: %d bytes (subtask %d, task information %d, job information %d)",
                      self.job_id, tdd.task_name_with_subtasks,
                      len(subtask) + len(task_information) + len(job_information), len(subtask),
                      len(task_information), len(job_information))
@@ -392,27 +398,34 @@ class JobMasterActor(Actor):
                 self.send(task.actor, ActorExitRequest())
 
     def _report(self) -> None:
+        """Send the report and, until it is the final one, schedule the next."""
+        if not self._send_report():
+            self.wakeupAfter(REPORT_INTERVAL)
+
+    def _send_report(self) -> bool:
+        """Send the job's report now; returns whether the final one has been sent."""
         if self.final_sent:
-            return
+            return True
         report = self._status_report()
         self.send(self.dispatcher, report)
         if report.result is not None:
             self.final_sent = True  # the Dispatcher stops this actor once it has the final report
             if self.orphaned:  # no Dispatcher will: stop here
                 self.send(self.myAddress, ActorExitRequest())
-        else:
-            self.wakeupAfter(REPORT_INTERVAL)
+        return self.final_sent
 
     def _status_report(self) -> m.JobStatusReport:
         sub = self.submission
         if self.jm is None:
             return m.JobStatusReport(self.job_id, sub.job_name, "FAILED", {}, [], [], (0, None), False, 0,
-                                     _pickle_outcome(None, self.early_failure), job_master_pid=os.getpid())
+                                     _pickle_outcome(None, self.early_failure),
+                                     job_master_pid=os.getpid(), failure_cause=str(self.early_failure))
         jm = self.jm
-        result = None
+        result = cause = None
         if jm.result_future.done():
             error = self.early_failure or jm.result_future.exception()
             result = _pickle_outcome(None if error else jm.result_future.result(), error)
+            cause = None if error is None else str(error)
         return m.JobStatusReport(
             job_id=self.job_id, job_name=jm.job_name,
             status="FAILED" if self.early_failure else jm.status.name,
@@ -421,7 +434,7 @@ class JobMasterActor(Actor):
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm),
-            job_master_pid=os.getpid())
+            job_master_pid=os.getpid(), failure_cause=cause)
 
     def _rest_snapshot(self, jm):
         """The job as the REST API shows it; None (logged) if it cannot be read: the REST

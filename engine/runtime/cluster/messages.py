@@ -35,7 +35,8 @@ def _short_repr(self) -> str:
 class SubmitJob:
     """:ivar job_graph: the JobGraph pickled with cloudpickle. :ivar configuration: the
     program's merged Configuration. :ivar collect_endpoints: ``channel id → (host, port)`` of
-    the client's collect servers."""
+    the client's collect servers. :ivar working_directory: the client's working directory,
+    against which the job's relative paths resolve on the cluster (see ``shipping``)."""
 
     job_id: str
     job_name: str
@@ -44,6 +45,7 @@ class SubmitJob:
     job_parameters: Dict[str, str]
     collect_endpoints: Dict[str, Tuple[str, int]] = field(default_factory=dict)
     collect_secret: Optional[bytes] = None
+    working_directory: Optional[str] = None
 
     __repr__ = _short_repr
 
@@ -73,8 +75,12 @@ class CancelJob:
 
 @dataclass(frozen=True)
 class CancelAck:
+    """:ivar known: whether the Dispatcher knows the job. :ivar status: its ``JobStatus`` name
+    when the cancellation arrived (a terminal one means there was nothing to cancel)."""
+
     job_id: str
     known: bool
+    status: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -85,10 +91,11 @@ class RequestClusterOverview:
 @dataclass(frozen=True, repr=False)
 class ClusterOverview:
     """:ivar task_executors: one ``(resource id, slots, free slots, pid, host)`` per
-    registered TaskExecutor. :ivar jobs: ``(job id, name, status)`` of every known job."""
+    registered TaskExecutor. :ivar jobs: ``(job id, name, status, submitted, ended)`` of every
+    known job, the times in seconds since the epoch (``ended`` None while it runs)."""
 
     task_executors: List[Tuple[str, int, int, int, str]]
-    jobs: List[Tuple[str, str, str]]
+    jobs: List[Tuple[str, str, str, float, Optional[float]]]
 
     __repr__ = _short_repr
 
@@ -115,6 +122,8 @@ class JobStatusReport:
     :ivar status: a ``JobStatus`` name. :ivar execution_states: ``"Name (i/p)"`` → an
         ``ExecutionState`` name. :ivar metrics: the latest ``TaskMetricsSnapshot`` of every
         task. :ivar result: at the end, the pickled ``JobExecutionResult`` or exception.
+    :ivar failure_cause: at the end of a failed job, its exception as text (the Dispatcher
+        logs it without loading user code).
     """
 
     job_id: str
@@ -130,6 +139,7 @@ class JobStatusReport:
     #: the job as the REST API shows it (``rill.runtime.rest.snapshot.JobSnapshot``)
     rest_snapshot: Any = None
     job_master_pid: Optional[int] = None
+    failure_cause: Optional[str] = None
 
     __repr__ = _short_repr
 

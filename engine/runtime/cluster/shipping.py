@@ -5,20 +5,52 @@ Functions and classes from installed packages (Rill itself, site-packages, the s
 travel by reference: every cluster process imports them. Modules that are not installed -- the
 program file run as ``__main__``, a test module, a script next to the program -- travel by value
 with cloudpickle, so the cluster runs exactly the code the client has.
+
+Relative paths: the program was written, and is run, in the client's working directory, so a
+relative path in it (``read_text_file("in.txt")``, ``--output out/x``, an ``open()`` in a user
+function) means a path there. The submission carries that directory; the JobMaster's process
+and every task process (each runs one job's one task) make it their own working directory
+before they load any user code (:func:`enter_working_directory`). Flink resolves relative
+paths against each TaskManager's working directory instead, which silently wrote a job's output
+into the cluster's directory; the built-in file connectors also make their paths absolute when
+the job graph is built, so they do not depend on this at all.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 import sysconfig
-from typing import Iterable, List
+from typing import Iterable, List, Optional
 
 import cloudpickle
 
+from rill.common.pickling import dumps
 from rill.operators.factory import OperatorSerializationError
 
-__all__ = ["ship_job_graph", "local_modules"]
+__all__ = ["ship_job_graph", "local_modules", "enter_working_directory"]
+
+log = logging.getLogger("rill.cluster.shipping")
+
+
+def enter_working_directory(path: Optional[str], job_id: str) -> None:
+    """Make ``path`` (the submitting client's working directory) this process's working
+    directory, so the job's relative paths mean what they meant where the program was run.
+
+    Only called in processes that serve one job (a JobMaster, a task process). When ``path`` is
+    None (an older client) nothing changes; when it does not exist on this host (a TaskExecutor
+    on another machine), the process keeps its directory and logs a warning naming both: the
+    built-in connectors' paths are absolute already, a user function's relative ``open()``
+    resolves there.
+    """
+    if path is None:
+        return
+    if os.path.isdir(path):
+        os.chdir(path)
+    else:
+        log.warning("job %s: the client's working directory %s does not exist on this host; relative "
+                    "paths of the job resolve against %s", job_id, path, os.getcwd())
 
 
 def _installed_roots() -> List[str]:
@@ -64,7 +96,7 @@ def ship_job_graph(job_graph) -> bytes:
             pass  # not a regular module (namespace package, builtin)
     try:
         try:
-            return cloudpickle.dumps(job_graph)
+            return dumps(job_graph)  # code keeps its file name: remote tracebacks name the program's lines
         except Exception as e:  # noqa: BLE001 - cloudpickle raises many kinds
             error = e
         # only now operator by operator, to name the culprit: pickling every operator up

@@ -215,12 +215,15 @@ class StreamTaskActor(Actor):
     def _deploy(self, msg: m.DeployTask) -> None:
         from rill.common.configuration import ConfigOptions, load_configuration  # noqa: PLC0415
         from rill.operators.collect_sink import register_remote_endpoint  # noqa: PLC0415
+        from rill.runtime.cluster.shipping import enter_working_directory  # noqa: PLC0415
         from rill.runtime.deployment import assemble_descriptor  # noqa: PLC0415
         from rill.runtime.taskmanager.network_environment import NetworkEnvironment  # noqa: PLC0415
         from rill.runtime.taskmanager.python_gc import apply_gc_thresholds, parse_gc_thresholds  # noqa: PLC0415
         from rill.runtime.taskmanager.task import Task  # noqa: PLC0415
 
         job_information = cloudpickle.loads(msg.job_information)
+        # this process serves one task of one job: the job's relative paths are the client's
+        enter_working_directory(job_information.working_directory, job_information.job_id)
         tdd = assemble_descriptor(cloudpickle.loads(msg.tdd), cloudpickle.loads(msg.task_information),
                                   job_information)
         for channel_id, address in msg.collect_endpoints.items():

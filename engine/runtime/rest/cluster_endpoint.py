@@ -132,7 +132,7 @@ class ClusterGateway(RestfulGateway):
                            {"jid": report.job_id, "name": report.job_name, "type": "STREAMING", "nodes": []}, [])
 
     def list_jobs(self) -> List[JobSnapshot]:
-        ids = [job_id for job_id, _name, _status in self._client.overview().jobs]
+        ids = [job[0] for job in self._client.overview().jobs]  # (id, name, status, submitted, ended)
         snaps = [s for s in (self._snapshot(j) for j in ids) if s is not None]
         running = [s for s in snaps if not s.is_terminal]
         done = sorted((s for s in snaps if s.is_terminal), key=lambda s: s.end_time_ms, reverse=True)
@@ -145,7 +145,7 @@ class ClusterGateway(RestfulGateway):
         return snap
 
     def cancel_job(self, job_id: str) -> None:
-        if not self._client.cancel(job_id):
+        if not self._client.cancel(job_id).known:
             raise JobNotFoundError(f"Job {job_id} not found")
 
     def list_taskmanagers(self) -> List[Dict]:

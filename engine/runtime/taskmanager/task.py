@@ -2,7 +2,8 @@
 (Flink's ``org.apache.flink.runtime.taskmanager.Task``).
 
 State machine (Flink's ``ExecutionState``): CREATED → DEPLOYING → INITIALIZING → RUNNING →
-FINISHED, or → CANCELING → CANCELED, or → FAILED. Every transition is reported to the listener
+FINISHED, or → CANCELING → CANCELED, or → FAILED; a task that stops because a producer released
+the partition it read ends CANCELED, as in Flink (the producer's failure is the cause). Every transition is reported to the listener
 (the JobMaster) from the task thread. The task owns its network resources: result partitions
 are created and registered when the task is constructed (so consumers find them), input gates
 request their subpartitions when the task thread starts. A task that fails or is cancelled
@@ -19,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional
 
 from rill.graph.states import ExecutionState
+from rill.network.buffer.buffer_pool import BufferPoolDestroyedError
+from rill.network.partition.exceptions import PartitionReleasedError
 from rill.runtime.metrics import TaskIOMetrics
 from rill.runtime.tasks.stream_task import (
     CancelTaskException,
@@ -68,6 +71,26 @@ _INVOKABLES = {
     "OneInputStreamTask": OneInputStreamTask,
     "TwoInputStreamTask": TwoInputStreamTask,
 }
+
+def _producer_released(error: BaseException) -> bool:
+    """Whether ``error`` (or an exception in its ``__cause__`` chain) says that the task's
+    network resources were released under it: a producer released the partition this task read
+    (``PartitionReleasedError``: the producer failed or was cancelled, and its own report
+    carries the cause), or this task's buffer pool was destroyed while it waited for a buffer
+    (``BufferPoolDestroyedError``: its partition was released, by its cancellation or its
+    consumers going away). Flink's ``Task`` moves to CANCELED, not FAILED, when
+    ``findThrowable(t, CancelTaskException.class)`` finds one -- Flink raises
+    ``ProducerFailedException`` and ``LocalBufferPool``'s "Buffer pool has already been
+    destroyed" as ``CancelTaskException`` -- so such a task is never the job's root cause,
+    whichever report reaches the JobMaster first."""
+    seen = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (PartitionReleasedError, BufferPoolDestroyedError)):
+            return True
+        seen.add(id(error))
+        error = error.__cause__
+    return False
+
 
 TaskListener = Callable[["Task", ExecutionState, Optional[TaskFailure]], None]
 
@@ -171,7 +194,7 @@ class Task:
                     self.invokable.cleanup()
                 except BaseException:  # pragma: no cover - best effort after the first error
                     pass
-            if self._canceled or isinstance(e, CancelTaskException):
+            if self._canceled or isinstance(e, CancelTaskException) or _producer_released(e):
                 self._finish_canceled()
             else:
                 self.failure = TaskFailure(

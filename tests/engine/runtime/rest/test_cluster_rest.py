@@ -116,3 +116,12 @@ def _alive(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_cancel_of_an_unknown_job_through_the_endpoint_is_404(cluster, cluster_rest):
+    """Regression: the endpoint read ``ClusterClient.cancel``'s reply as a bool; it is a
+    ``CancelAck`` whose ``known`` says whether the cluster knows the job."""
+    http, _proc = cluster_rest
+    token = derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"]))
+    status, body = http.request("PATCH", f"/jobs/{'0' * 32}", {"Authorization": f"Bearer {token}"})
+    assert (status, body) == (404, {"errors": [f"Job {'0' * 32} not found"]})
