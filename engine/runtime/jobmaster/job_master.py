@@ -161,8 +161,13 @@ class JobMaster:
     # -- state tracking (called from task threads) -------------------------------------------
     def _on_task_state(self, task, state: ExecutionState, failure) -> None:
         with self._lock:
-            ev = self.execution_graph.get_job_vertex(task.tdd.vertex.get_id()).get_task_vertices()[task.tdd.subtask_index]
-            ev.get_current_execution().state = state
+            # The job's view of a task is the ExecutionGraph's execution, moved only here, by
+            # the task's reports (Flink's ExecutionGraph.updateState): a task sets its own
+            # execution_state before it reports it, so another task's report read from
+            # task.execution_state could see this task FAILED before its failure was recorded
+            # and end the job FINISHED. transition_state keeps a terminal state: a task's
+            # CANCELING (reported by the cancelling thread) may arrive after its CANCELED.
+            self._execution(task).transition_state(state, failure.error if failure is not None else None)
             # A task failing while the job is CANCELLING (a consumer whose producer was cancelled
             # first, say) is a consequence of the cancellation: as in Flink, the job still ends
             # CANCELED. While FAILING, the first failure stays the root cause. A consumer that
@@ -180,11 +185,16 @@ class JobMaster:
                 if self.status is JobStatus.RUNNING:
                     self.status = JobStatus.FAILING
                     cancel = [t for t in self.tasks if t is not task]
-            done = all(t.execution_state.is_terminal() for t in self.tasks)
+            done = all(self._execution(t).state.is_terminal() for t in self.tasks)
         for t in cancel:
             t.cancel_execution()
         if done:
             self._job_terminated()
+
+    def _execution(self, task):
+        """The ExecutionGraph's current execution of ``task``'s subtask."""
+        vertex = self.execution_graph.get_job_vertex(task.tdd.vertex.get_id())
+        return vertex.get_task_vertices()[task.tdd.subtask_index].get_current_execution()
 
     def _job_terminated(self) -> None:
         with self._lock:
@@ -196,7 +206,7 @@ class JobMaster:
             if self._first_failure is not None:
                 self.status = JobStatus.FAILED
             elif self.status is JobStatus.CANCELLING or any(
-                    t.execution_state is ExecutionState.CANCELED for t in self.tasks):
+                    self._execution(t).state is ExecutionState.CANCELED for t in self.tasks):
                 self.status = JobStatus.CANCELED
             else:
                 self.status = JobStatus.FINISHED
