@@ -334,9 +334,10 @@ class DataStream(_OperatorSettings):
         if limit is None:
             return it
         out: List[Any] = []
-        with it:
-            for v in it:
-                if len(out) >= limit:
+        with it:  # as Flink's: stop at the limit-th record, never wait for one more
+            while len(out) < limit:
+                v = next(it, _END)
+                if v is _END:
                     break
                 out.append(v)
         return out
@@ -421,6 +422,9 @@ class DataStreamSink(_OperatorSettings):
 
     def get_transformation(self) -> SinkTransformation:
         return self._transformation
+
+
+_END = object()  # end of a collect iterator
 
 
 class CloseableIterator:

@@ -235,6 +235,21 @@ def test_execute_and_collect_with_limit_cancels_an_unbounded_job(env):
     assert_threads_gone(["Source: Endless"])
 
 
+def test_regression_collect_with_limit_returns_at_the_limit_without_waiting_for_one_more(env):
+    """An unbounded job that has produced exactly ``limit`` records and then nothing: the list
+    comes back (it used to wait for a record past the limit, forever). The records of a union
+    with a silent unbounded source are the collection's only."""
+    import threading  # noqa: PLC0415
+    silent = env.from_source(EndlessSource(), source_name="Endless").filter(lambda x: False)
+    job = env.from_collection([1, 2, 3]).union(silent)
+    out = []
+    worker = threading.Thread(target=lambda: out.append(job.execute_and_collect(limit=3)), daemon=True)
+    worker.start()
+    worker.join(30)
+    assert out and sorted(out[0]) == [1, 2, 3], "execute_and_collect(limit=3) did not return at the limit"
+    assert_threads_gone(["Source: Endless"])
+
+
 def test_execute_and_collect_with_limit_on_a_bounded_job(env):
     assert env.from_collection([1, 2, 3]).execute_and_collect(limit=5) == [1, 2, 3]
     env2 = env
