@@ -83,6 +83,22 @@ class LocalCluster:
         """The leader's cluster-<port>.json (mode 600): what clients and members need to join."""
         return self.run_dir / f"cluster-{self.port}.json"
 
+    def environment(self, parallelism: int = 2, **options):
+        """A StreamExecutionEnvironment whose jobs run on this cluster (submitted with its
+        secret file) at ``parallelism``; ``options`` are more configuration settings, passed as
+        ``**{"taskmanager.network.records-per-buffer": "32"}``."""
+        from rill.common import Configuration  # noqa: PLC0415 - most tests never build a job
+        from rill.common.configuration import ConfigOptions  # noqa: PLC0415
+        from rill.datastream import StreamExecutionEnvironment  # noqa: PLC0415
+        conf = Configuration()
+        conf.set(ConfigOptions.EXECUTION_TARGET, self.address)
+        conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(self.secret_file))
+        for key, value in options.items():
+            conf.set_string(key, value)
+        env = StreamExecutionEnvironment.get_execution_environment(conf)
+        env.set_parallelism(parallelism)
+        return env
+
     def info(self, port=None) -> dict:
         return json.loads((self.run_dir / f"cluster-{port or self.port}.json").read_text())
 

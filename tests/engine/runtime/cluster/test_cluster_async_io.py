@@ -9,22 +9,13 @@ import time
 
 import pytest
 
-from rill.common import Configuration, JobStatus, Time
-from rill.common.configuration import ConfigOptions
-from rill.datastream import AsyncDataStream, AsyncFunction, AsyncJobClient, StreamExecutionEnvironment
+from rill.common import JobStatus, Time
+from rill.datastream import AsyncDataStream, AsyncFunction, AsyncJobClient
 from rill.datastream.async_retry_predicates import empty_result_predicate
 from rill.datastream.async_retry_strategies import FixedDelayRetryStrategy
 from rill.datastream.connectors.async_source import AsyncIteratorSource, queue_items
 from rill.operators.factory import OperatorSerializationError
 
-
-def cluster_env(cluster, parallelism) -> StreamExecutionEnvironment:
-    conf = Configuration()
-    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
-    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_parallelism(parallelism)
-    return env
 
 
 class Sleep10ms(AsyncFunction):
@@ -48,7 +39,7 @@ class EmptyOnceThenValue(AsyncFunction):
 
 
 def test_ordered_wait_on_a_cluster_keeps_the_order_and_overlaps_the_calls(cluster):
-    env = cluster_env(cluster, 1)
+    env = cluster.environment(1)
     out = AsyncDataStream.ordered_wait(env.from_collection(list(range(3000))), Sleep10ms(), Time.seconds(30), 100)
     result, first = [], None
     for value in out.execute_and_collect():
@@ -59,7 +50,7 @@ def test_ordered_wait_on_a_cluster_keeps_the_order_and_overlaps_the_calls(cluste
 
 
 def test_unordered_wait_with_retry_on_two_task_processes(cluster):
-    env = cluster_env(cluster, 2)
+    env = cluster.environment(2)
     ds = env.from_collection(list(range(1000))).rebalance()
     strategy = FixedDelayRetryStrategy(2, 5, empty_result_predicate, None)
     out = AsyncDataStream.unordered_wait_with_retry(ds, EmptyOnceThenValue(), 30_000, strategy, 50)
@@ -67,7 +58,7 @@ def test_unordered_wait_with_retry_on_two_task_processes(cluster):
 
 
 async def test_the_async_job_client_on_a_cluster(cluster):
-    env = cluster_env(cluster, 2)
+    env = cluster.environment(2)
     ds = AsyncDataStream.unordered_wait(env.from_collection(list(range(500))).rebalance(), Sleep10ms(), 10_000, 50)
     client = await AsyncJobClient.execute_and_collect(ds, "async client on a cluster")
     rows = [row async for row in client.collect()]
@@ -77,7 +68,7 @@ async def test_the_async_job_client_on_a_cluster(cluster):
 
 
 async def test_a_service_fed_source_is_refused_by_a_cluster_naming_it(cluster):
-    env = cluster_env(cluster, 1)
+    env = cluster.environment(1)
     source = AsyncIteratorSource(queue_items(asyncio.Queue()), asyncio.get_running_loop())
     env.from_source(source, source_name="requests").add_sink(lambda v: None)
     with pytest.raises(OperatorSerializationError, match="requests"):

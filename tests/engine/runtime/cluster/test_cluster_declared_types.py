@@ -6,27 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from rill.common import Configuration, Types
-from rill.common.configuration import ConfigOptions
-from rill.datastream import StreamExecutionEnvironment
+from rill.common import Types
 from rill.runtime.errors import JobExecutionException
 
 
-def cluster_env(cluster, parallelism=2) -> StreamExecutionEnvironment:
-    conf = Configuration()
-    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
-    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_parallelism(parallelism)
-    return env
-
 
 def test_float_is_float32_across_the_network_and_int_is_range_checked(cluster):
-    env = cluster_env(cluster)
+    env = cluster.environment()
     out = sorted(env.from_collection([0.1, 110.1]).map(lambda v: v, output_type=Types.FLOAT())
                  .rebalance().map(lambda v: v).execute_and_collect())
     assert out == [0.10000000149011612, 110.0999984741211]
-    env = cluster_env(cluster)
+    env = cluster.environment()
     env.from_collection([1, 2 ** 31]).map(lambda v: v, output_type=Types.INT()).name("Widen").print()
     with pytest.raises(JobExecutionException) as info:
         env.execute("int overflow")

@@ -12,24 +12,13 @@ import time
 
 import pytest
 
-from rill.common import Configuration, Types
-from rill.common.configuration import ConfigOptions
+from rill.common import Types
 from rill.datastream import StreamExecutionEnvironment
 from rill.datastream.functions import MapFunction
 from rill.graph.states import JobStatus
 from rill.operators.factory import OperatorSerializationError
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 
-
-def cluster_env(cluster, parallelism=2, **options) -> StreamExecutionEnvironment:
-    conf = Configuration()
-    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
-    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
-    for key, value in options.items():
-        conf.set_string(key, value)
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_parallelism(parallelism)
-    return env
 
 
 def word_count(env, lines):
@@ -52,7 +41,7 @@ def expected_word_count():
 
 
 def test_word_count_collects_the_same_records_as_embedded(cluster):
-    result = sorted(word_count(cluster_env(cluster), LINES).execute_and_collect())
+    result = sorted(word_count(cluster.environment(), LINES).execute_and_collect())
     assert result == sorted(expected_word_count())
     embedded = StreamExecutionEnvironment.get_execution_environment()
     embedded.set_parallelism(2)
@@ -61,7 +50,7 @@ def test_word_count_collects_the_same_records_as_embedded(cluster):
 
 
 def test_per_key_order_survives_the_network(cluster):
-    result = list(word_count(cluster_env(cluster), LINES).execute_and_collect())
+    result = list(word_count(cluster.environment(), LINES).execute_and_collect())
     by_key = {}
     for w, n in result:
         by_key.setdefault(w, []).append(n)
@@ -77,7 +66,7 @@ def test_execution_target_from_the_environment_variable(cluster, monkeypatch):
 
 
 def test_job_result_and_metrics_come_back(cluster):
-    env = cluster_env(cluster)
+    env = cluster.environment()
     env.from_collection(list(range(10_000))).map(lambda x: x + 1).filter(lambda x: x % 2 == 0).print()
     result = env.execute("metrics job")
     summaries = {v.name: v for v in result.vertices} if hasattr(result, "vertices") else {}
@@ -93,7 +82,7 @@ class Boom(MapFunction):
 
 
 def test_a_failing_function_fails_the_job_with_the_remote_traceback(cluster):
-    env = cluster_env(cluster)
+    env = cluster.environment()
     env.from_collection(list(range(2000))).map(Boom()).name("Explode").print()
     with pytest.raises(JobExecutionException) as info:
         env.execute("failing job")
@@ -110,14 +99,14 @@ def test_a_failing_function_fails_the_job_with_the_remote_traceback(cluster):
 
 def test_a_function_that_cannot_be_shipped_names_its_operator(cluster):
     lock = threading.Lock()
-    env = cluster_env(cluster)
+    env = cluster.environment()
     env.from_collection([1, 2]).map(lambda x: (lock, x)[1]).name("Holds A Lock").print()
     with pytest.raises(OperatorSerializationError, match="Holds A Lock"):
         env.execute("unshippable")
 
 
 def test_too_few_slots_fail_the_job_at_deployment(cluster):
-    env = cluster_env(cluster, parallelism=9)
+    env = cluster.environment(parallelism=9)
     env.from_collection(list(range(10))).map(lambda x: x).print()
     with pytest.raises(JobExecutionException, match="needs 9 slots"):
         env.execute("too wide")
@@ -129,7 +118,7 @@ def slow(x):
 
 
 def test_rill_cancel_cancels_a_running_job(cluster):
-    env = cluster_env(cluster)
+    env = cluster.environment()
     env.from_collection(list(range(100_000))).map(slow).print()
     client = env.execute_async("to cancel")
     deadline = time.monotonic() + 20
@@ -149,7 +138,7 @@ def test_a_cancelled_keyed_job_ends_canceled_even_when_consumers_see_their_produ
     only goes to CANCELED). Seen in 5 of 30 cancels of this shape before the JobMaster ignored
     failures while CANCELLING; 8 rounds here."""
     for _ in range(8):
-        env = cluster_env(cluster, parallelism=4)
+        env = cluster.environment(parallelism=4)
         (env.from_sequence(0, 10**12).key_by(lambda v: v % 64).map(lambda v: v + 1)
             .add_sink(lambda v: None))
         client = env.execute_async("keyed cancel")
@@ -170,9 +159,9 @@ def test_a_cancelled_keyed_job_ends_canceled_even_when_consumers_see_their_produ
 
 
 def test_other_jobs_keep_running_when_one_fails(cluster):
-    good_env = cluster_env(cluster, parallelism=1)
+    good_env = cluster.environment(parallelism=1)
     good = good_env.from_collection(list(range(300))).map(slow).execute_and_collect()
-    bad_env = cluster_env(cluster, parallelism=1)
+    bad_env = cluster.environment(parallelism=1)
     bad_env.from_collection(list(range(2000))).map(Boom()).print()
     with pytest.raises(JobExecutionException):
         bad_env.execute("bad neighbour")
@@ -191,7 +180,7 @@ def test_a_dead_task_executor_fails_the_job_with_a_clear_cause(local_cluster):
     import signal
 
     c = local_cluster(2, 2)
-    env = cluster_env(c, parallelism=4)
+    env = c.environment(parallelism=4)
     env.from_collection(list(range(100_000))).map(slow).print()
     client = env.execute_async("victim")
     deadline = time.monotonic() + 20
@@ -220,12 +209,12 @@ def test_task_executors_joining_from_other_actor_systems(local_cluster):
     assert "2 TaskExecutor(s), 2 slot(s), 2 free" in out
     for port in ports:
         assert f"taskexecutor-127.0.0.1-{port}" in out
-    assert sorted(word_count(cluster_env(c), LINES).execute_and_collect()) == sorted(expected_word_count())
+    assert sorted(word_count(c.environment(), LINES).execute_and_collect()) == sorted(expected_word_count())
     c.wait_no_task_processes()
 
 
 def test_a_record_larger_than_the_maximum_fails_the_job_naming_the_channel(cluster):
-    env = cluster_env(cluster, parallelism=2, **{"taskmanager.network.max-payload-size": str(64 * 1024)})
+    env = cluster.environment(parallelism=2, **{"taskmanager.network.max-payload-size": str(64 * 1024)})
     (env.from_collection(["small", "x" * 200_000, "small"])
         .key_by(lambda s: len(s)).map(lambda s: len(s)).name("Measure").print())
     with pytest.raises(JobExecutionException) as info:
@@ -240,7 +229,7 @@ def test_a_task_process_that_dies_fails_the_job(cluster):
     import os
     import signal
 
-    env = cluster_env(cluster, parallelism=1)
+    env = cluster.environment(parallelism=1)
     env.from_collection(list(range(100_000))).map(slow).name("Doomed").print()
     client = env.execute_async("killed task")
     deadline = time.monotonic() + 20
@@ -269,7 +258,7 @@ def test_a_downstream_task_is_not_sent_the_sources_collection(local_cluster):
     cluster = local_cluster(2, 2, extra_env={"RILL_CLUSTER_LOG_LEVEL": "DEBUG"})  # DeployTask lines are DEBUG
     lines = [f"line {i:07d} " + "abcdefghij " * 3 for i in range(100_000)]  # 4.6 MB of text
     text_bytes = sum(len(s) for s in lines)
-    env = cluster_env(cluster)
+    env = cluster.environment()
     word_count(env, lines).add_sink(lambda v: None).name("Drop")
     client = env.execute_async("large collection")
     client.get_job_execution_result().result(60)
@@ -287,7 +276,7 @@ def test_a_downstream_task_is_not_sent_the_sources_collection(local_cluster):
 def test_per_job_network_memory_and_segment_size_reach_the_cluster_tasks(cluster):
     # 4 segments of 16 KiB for each task process: the FlatMap tasks (a remote input, a keyed
     # output) need 6 -- the cluster's own default (64 MiB of 32 KiB segments) would run it
-    env = cluster_env(cluster, **{"taskmanager.memory.network.max": "64kb",
+    env = cluster.environment(**{"taskmanager.memory.network.max": "64kb",
                                   "taskmanager.memory.segment-size": "16kb"})
     word_count(env, LINES).print()
     with pytest.raises(JobExecutionException) as info:
@@ -301,7 +290,7 @@ def test_per_job_network_memory_and_segment_size_reach_the_cluster_tasks(cluster
 def test_a_per_job_segment_size_cuts_buffers_into_smaller_frames(cluster):
     # 1 KiB segments: a network buffer of (word, count) records (~7 bytes each) crosses as
     # several frames, one credit each
-    env = cluster_env(cluster, **{"taskmanager.memory.segment-size": "1kb"})
+    env = cluster.environment(**{"taskmanager.memory.segment-size": "1kb"})
     assert sorted(word_count(env, LINES).execute_and_collect()) == sorted(expected_word_count())
     cluster.wait_no_task_processes()
 
@@ -318,7 +307,7 @@ def _collector_thresholds(_):
 ])
 def test_task_processes_set_the_jobs_garbage_collector_thresholds(cluster, setting, expected):
     options = {} if setting is None else {"taskmanager.python.gc-thresholds": setting}
-    env = cluster_env(cluster, parallelism=1, **options)
+    env = cluster.environment(parallelism=1, **options)
     with env.from_collection([0]).map(_collector_thresholds).execute_and_collect() as results:
         assert list(results) == [expected]
     cluster.wait_no_task_processes()
@@ -326,7 +315,7 @@ def test_task_processes_set_the_jobs_garbage_collector_thresholds(cluster, setti
 
 @pytest.mark.parametrize("value", ["10000,x", str(2**31)])  # the second: more than gc.set_threshold takes
 def test_invalid_garbage_collector_thresholds_fail_the_job_before_deployment(cluster, value):
-    env = cluster_env(cluster, **{"taskmanager.python.gc-thresholds": value})
+    env = cluster.environment(**{"taskmanager.python.gc-thresholds": value})
     word_count(env, LINES).print()
     with pytest.raises(JobExecutionException, match=r"invalid configuration: taskmanager.python.gc-thresholds must be "
                                                     rf"'default' or one to three comma-separated ints in .* got '{value}'"):
@@ -335,7 +324,7 @@ def test_invalid_garbage_collector_thresholds_fail_the_job_before_deployment(clu
 
 
 def test_an_invalid_per_job_network_setting_fails_the_job_at_once(cluster):
-    env = cluster_env(cluster, **{"taskmanager.memory.segment-size": "32"})
+    env = cluster.environment(**{"taskmanager.memory.segment-size": "32"})
     word_count(env, LINES).print()
     with pytest.raises(JobExecutionException, match="invalid network configuration: NettyConfig.segment_size_bytes"):
         env.execute("segments too small")
@@ -347,7 +336,7 @@ def test_regression_a_job_cancelled_during_deployment_leaves_no_task_process(clu
     afterwards, reported to a JobMaster that was gone and ran on for good. 5 rounds."""
     task_executors = list(cluster.task_executor_pids().values())
     for _ in range(5):
-        env = cluster_env(cluster, parallelism=4)
+        env = cluster.environment(parallelism=4)
         env.from_sequence(0, 10**9).map(lambda v: v + 1).add_sink(lambda v: None)
         client = env.execute_async("cancelled during deployment")
         deadline = time.monotonic() + 30

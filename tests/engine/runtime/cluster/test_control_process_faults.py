@@ -15,9 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from rill.common import Configuration, Types
-from rill.common.configuration import ConfigOptions
-from rill.datastream import StreamExecutionEnvironment
+from rill.common import Types
 from rill.graph.states import JobStatus
 from rill.runtime.errors import JobExecutionException
 
@@ -30,14 +28,6 @@ def slow(x):
     return x
 
 
-def cluster_env(cluster, parallelism: int) -> StreamExecutionEnvironment:
-    conf = Configuration()
-    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
-    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    env.set_parallelism(parallelism)
-    return env
-
 
 def wait_for(condition, timeout_s: float, what: str):
     deadline = time.monotonic() + timeout_s
@@ -49,7 +39,7 @@ def wait_for(condition, timeout_s: float, what: str):
 
 def start_victim_job(cluster):
     """A job on all 4 slots that runs until it is killed."""
-    env = cluster_env(cluster, parallelism=4)
+    env = cluster.environment(parallelism=4)
     env.from_collection(list(range(100_000))).map(slow).print()
     client = env.execute_async("victim")
     wait_for(lambda: client.get_job_status() is JobStatus.RUNNING, 30, "the job to run")
@@ -118,7 +108,7 @@ def wait_all_slots_free(cluster, timeout_s: float = 20.0) -> None:
 
 def assert_next_job_runs_on_all_slots(cluster) -> None:
     wait_all_slots_free(cluster)
-    env = cluster_env(cluster, parallelism=4)
+    env = cluster.environment(parallelism=4)
     result = (env.from_collection(LINES)
               .flat_map(lambda line: [(w, 1) for w in line.split()],
                         output_type=Types.TUPLE([Types.STRING(), Types.INT()]))
@@ -251,7 +241,7 @@ def test_a_member_systems_task_executor_is_recreated_after_a_resource_manager_re
     kill(c, rm)
     wait_for(lambda: not _alive(old_te), 20, "the member's old TaskExecutor to exit")
     wait_for(lambda: c.task_executor_pids().get(rid) not in (None, old_te), 20, "a new TaskExecutor in the member")
-    env = cluster_env(c, parallelism=1)
+    env = c.environment(parallelism=1)
     assert sorted(env.from_collection(list(range(10))).map(lambda x: x * 2).execute_and_collect()) == \
         [x * 2 for x in range(10)]
     c.wait_no_task_processes()
