@@ -164,6 +164,13 @@ def _fields(field_types, where: str):
     return [c or _identity for c in converters]
 
 
+def _check_arity(value: Any, arity: int, type_info: Any, where: str) -> None:
+    """:raises TypeValueError: if ``value`` has not the ``arity`` fields its tuple/row type has."""
+    if len(value) != arity:
+        raise TypeValueError(f"{where}: value {value!r} has {len(value)} fields, its type "
+                             f"{type_info!r} has {arity}")
+
+
 def _tuple(type_info: TupleTypeInfo, where: str) -> Optional[Converter]:
     converters = _fields(type_info.field_types, where)
     if converters is None:
@@ -173,9 +180,7 @@ def _tuple(type_info: TupleTypeInfo, where: str) -> Optional[Converter]:
     def convert(value: Any) -> Any:
         if value is None:
             return None
-        if len(value) != arity:
-            raise TypeValueError(f"{where}: value {value!r} has {len(value)} fields, its type "
-                                 f"{type_info!r} has {arity}")
+        _check_arity(value, arity, type_info, where)
         return tuple(c(v) for c, v in zip(converters, value))
     return convert
 
@@ -189,9 +194,7 @@ def _row(type_info: RowTypeInfo, where: str) -> Optional[Converter]:
     def convert(value: Any) -> Any:
         if value is None:
             return None
-        if len(value) != arity:
-            raise TypeValueError(f"{where}: value {value!r} has {len(value)} fields, its type "
-                                 f"{type_info!r} has {arity}")
+        _check_arity(value, arity, type_info, where)
         values = [c(v) for c, v in zip(converters, value)]
         if not isinstance(value, Row):
             return tuple(values)
