@@ -75,6 +75,12 @@ class KeyedStateSnapshot:
         """The entries of one state in one key group (empty if it has none)."""
         return self.key_groups.get(key_group, _EMPTY).get(state_name, ())
 
+    def restricted_to(self, key_group_range: KeyGroupRange) -> "KeyedStateSnapshot":
+        """The part of this snapshot in ``key_group_range`` (its range is the intersection)."""
+        rng = self.key_group_range.get_intersection(key_group_range)
+        return KeyedStateSnapshot(self.max_parallelism, rng, self.descriptors,
+                                  {kg: s for kg, s in self.key_groups.items() if rng.contains(kg)})
+
 
 @dataclass(frozen=True)
 class TimersOfKeyGroup:
@@ -96,6 +102,11 @@ class TimerServiceSnapshot:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "key_groups", _frozen(self.key_groups))
+
+    def restricted_to(self, key_group_range: KeyGroupRange) -> "TimerServiceSnapshot":
+        """The timers of the key groups in ``key_group_range``."""
+        return TimerServiceSnapshot({kg: t for kg, t in self.key_groups.items()
+                                     if key_group_range.contains(kg)})
 
 
 @dataclass(frozen=True)
@@ -121,6 +132,17 @@ class OperatorSubtaskState:
             {name: (mode, tuple(entries)) for name, (mode, entries) in self.operator_state.items()}))
         object.__setattr__(self, "keyed_state", tuple(self.keyed_state))
         object.__setattr__(self, "timers", _frozen(self.timers))
+
+    def restricted_to(self, key_group_range: KeyGroupRange) -> "OperatorSubtaskState":
+        """This state with keyed state and timers only of the key groups in
+        ``key_group_range`` (what a rescaled subtask of that range restores); operator state
+        is kept whole (its redistribution is by mode, not by key group)."""
+        return OperatorSubtaskState(
+            checkpoint_id=self.checkpoint_id,
+            operator_state=self.operator_state,
+            keyed_state=tuple(k.restricted_to(key_group_range) for k in self.keyed_state),
+            timers={name: t.restricted_to(key_group_range) for name, t in self.timers.items()},
+        )
 
     def has_state(self) -> bool:
         """Whether any part holds something (Flink's ``hasState``)."""
