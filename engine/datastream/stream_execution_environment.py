@@ -166,8 +166,13 @@ class StreamExecutionEnvironment:
         self._not_yet("set_state_backend", "the heap keyed state backend is the only one")
 
     def set_restart_strategy(self, restart_strategy_configuration: Any) -> None:
-        """:raises NotImplementedError: always (a failed job fails; no restarts)."""
-        self._not_yet("set_restart_strategy", "failed jobs are not restarted")
+        """Removed in Flink 2.0 (FLINK-36249), and so not built: choose the restart strategy
+        with ``restart-strategy.type`` and its options in the job's Configuration.
+
+        :raises NotImplementedError: always, naming the configuration keys to use instead.
+        """
+        self._not_yet("set_restart_strategy", "Flink 2.0 removed it (FLINK-36249); set 'restart-strategy.type' "
+                                              "and its 'restart-strategy.*' options in the job's Configuration")
 
     def add_jars(self, *jars_path: str) -> None:
         """:raises NotImplementedError: always (Rill runs Python only)."""
