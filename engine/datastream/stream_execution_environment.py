@@ -17,6 +17,9 @@ from rill.common.row import Row
 from rill.common.typeinfo import RowTypeInfo
 from rill.common.watermark_strategy import WatermarkStrategy
 from rill.graph.stream_graph_generator import StreamGraphGenerator
+from rill.runtime.executiongraph.failover.restart_backoff_time_strategy import (
+    restart_backoff_time_strategy_from_configuration,
+)
 from rill.runtime.executor import submit_job
 from rill.datastream.data_stream import DataStream
 from rill.graph.transformations import (
@@ -299,7 +302,9 @@ class StreamExecutionEnvironment:
     def execute_async(self, job_name: Optional[str] = None, _collect_channel=None):
         """Submit the job and return a ``JobClient`` at once."""
         job_name = job_name or "Flink Streaming Job"
-        CheckpointingOptions.from_configuration(self._config)  # a bad setting fails here, before submission
+        # a bad checkpointing or restart setting fails here, before submission
+        checkpointing = CheckpointingOptions.from_configuration(self._config)
+        restart_backoff_time_strategy_from_configuration(self._config, checkpointing.enabled)
         if _context is not None and _context.intercepts_execution():
             transformations = list(self._transformations)
             stream_graph = self.get_stream_graph(job_name, clear_transformations=True)

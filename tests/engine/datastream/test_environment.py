@@ -312,3 +312,13 @@ def test_the_job_master_parses_the_checkpointing_options_once():
     client.get_job_execution_result().result(timeout=30)
     assert client._jm.checkpointing_options == CheckpointingOptions(
         interval_ms=1500, mode=CheckpointingMode.AT_LEAST_ONCE, checkpoint_dir="/tmp/rill-ckpt")
+
+
+def test_invalid_restart_strategy_fails_at_submission(env):
+    env.get_configuration().set_string("restart-strategy.type", "fixed-delay")
+    env.get_configuration().set_string("restart-strategy.fixed-delay.attempts", "-2")
+    env.from_collection([1]).print()
+    with pytest.raises(ValueError) as e:
+        env.execute_async("bad restart strategy")
+    assert str(e.value) == ("Invalid restart-strategy.fixed-delay.* configuration: Maximum number of restart "
+                            "attempts must be at least 0, got -2")
