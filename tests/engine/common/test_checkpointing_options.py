@@ -340,3 +340,11 @@ def test_pyflink_names_are_exported():
     assert [m.name for m in CheckpointingMode] == ["EXACTLY_ONCE", "AT_LEAST_ONCE"]
     assert [m.name for m in ExternalizedCheckpointRetention] == [
         "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"]
+
+
+def test_environment_variables_set_checkpointing_and_restart_keys(monkeypatch):
+    monkeypatch.setenv("RILL_EXECUTION_CHECKPOINTING_INTERVAL", "5 s")
+    monkeypatch.setenv("RILL_RESTART_STRATEGY_TYPE", "fixed-delay")
+    conf = StreamExecutionEnvironment.get_execution_environment().get_configuration()
+    assert CheckpointConfig(conf).get_checkpoint_interval() == 5000
+    assert conf.get_string("restart-strategy.type") == "fixed-delay"
