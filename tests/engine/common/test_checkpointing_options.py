@@ -319,10 +319,12 @@ def test_setter_errors(call, error, message):
 def test_environment_enable_checkpointing_writes_the_job_configuration():
     env = StreamExecutionEnvironment.get_execution_environment()
     assert env.get_checkpoint_config().is_checkpointing_enabled() is False
+    assert (env.get_checkpoint_interval(), env.get_checkpointing_mode()) == (-1, CheckpointingMode.EXACTLY_ONCE)
     assert env.enable_checkpointing(1000) is env
     assert env.get_configuration().get_string("execution.checkpointing.interval") == "1000"
     assert env.get_checkpoint_config().get_checkpointing_mode() is CheckpointingMode.EXACTLY_ONCE
     env.enable_checkpointing(2000, CheckpointingMode.AT_LEAST_ONCE)
+    assert (env.get_checkpoint_interval(), env.get_checkpointing_mode()) == (2000, CheckpointingMode.AT_LEAST_ONCE)
     cc = env.get_checkpoint_config()
     assert (cc.get_checkpoint_interval(), cc.get_checkpointing_mode()) == (2000, CheckpointingMode.AT_LEAST_ONCE)
     with pytest.raises(ValueError, match="Checkpoint interval must be larger than or equal to 10 ms"):
