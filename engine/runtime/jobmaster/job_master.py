@@ -32,6 +32,7 @@ from rill.runtime.deployment import (
 )
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.jobmaster.scheduler import assign_slots
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.runtime.watermark_alignment import WatermarkAlignmentGroups
 
 __all__ = ["JobMaster"]
@@ -84,6 +85,7 @@ class JobMaster:
         buffer_records = conf.get(ConfigOptions.RECORDS_PER_BUFFER)
         default_timeout = conf.get(ConfigOptions.BUFFER_TIMEOUT)
         slots = assign_slots(self.job_graph, self.task_executor.num_slots)
+        timeline = ChannelTimelineSettings.from_configuration(conf)
         tdds = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
             ejv = self.execution_graph.get_job_vertex(v.get_id())
@@ -122,6 +124,7 @@ class JobMaster:
                     slot_index=slots[(str(v.get_id()), ev.subtask_index)].slot_index,
                     auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
+                    channel_timeline=timeline,
                 ))
                 execution.state = ExecutionState.SCHEDULED
         return tdds
