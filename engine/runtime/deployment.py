@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 from rill.common.network_options import NetworkOptions
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 
 __all__ = [
     "ResultPartitionDeploymentDescriptor",
@@ -83,6 +84,8 @@ class TaskDeploymentDescriptor:
     :param auto_watermark_interval_ms: periodic watermark interval (ms; 0: none).
     :param source_batch_size: records a source emits per mailbox action
         (``rill.source.batch-size``).
+    :param channel_timeline: record the task's channel timeline (``rill.network.timeline.*``),
+        or ``None``.
 
     The other fields name the job, the subtask and its attempt, and list its produced
     partitions and consumed gates.
@@ -104,6 +107,7 @@ class TaskDeploymentDescriptor:
     slot_index: int = 0
     auto_watermark_interval_ms: int = 200
     source_batch_size: int = 1024
+    channel_timeline: Optional[ChannelTimelineSettings] = None
 
     @property
     def task_name_with_subtasks(self) -> str:

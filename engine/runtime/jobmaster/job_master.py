@@ -34,6 +34,7 @@ from rill.runtime.deployment import (
 )
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.jobmaster.scheduler import assign_slots
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.runtime.watermark_alignment import WatermarkAlignmentGroups
 
 __all__ = ["JobMaster"]
@@ -91,6 +92,7 @@ class JobMaster:
         conf = self.config
         network = NetworkOptions.from_configuration(conf)
         slots = assign_slots(self.job_graph, self.task_executor.num_slots)
+        timeline = ChannelTimelineSettings.from_configuration(conf)
         tdds = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
             ejv = self.execution_graph.get_job_vertex(v.get_id())
@@ -126,6 +128,7 @@ class JobMaster:
                     slot_index=slots[(str(v.get_id()), ev.subtask_index)].slot_index,
                     auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
+                    channel_timeline=timeline,
                 ))
                 execution.state = ExecutionState.SCHEDULED
         return tdds

@@ -361,6 +361,16 @@ class NetworkEnvironment:
         Subpartitions read by local channels count 0."""
         return sum(p.get_number_of_bytes_out() for p in partitions)
 
+    def floating_pool(self, gate: SingleInputGate) -> Optional[FloatingBufferPool]:
+        """The gate's floating buffer pool, ``None`` for a gate with only local channels."""
+        return self._floating_pools.get(gate)
+
+    def reader_statistics(self) -> tuple:
+        """Snapshots of the network server's subpartition readers in this process (empty
+        without a connection manager)."""
+        manager = self.connection_manager
+        return () if manager is None else manager.reader_statistics()
+
     def input_pool_usage(self, gates: Sequence[SingleInputGate]) -> float:
         """Flink's ``inPoolUsage``: receiving buffers in use over all receiving buffers, summed
         over the gates' remote channels (exclusive buffers holding data, floating buffers lent
