@@ -97,7 +97,7 @@ class JobMaster:
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
             ejv = self.execution_graph.get_job_vertex(v.get_id())
             head_cfg = v.stream_configs[v.head_node_id]
-            timeout = head_cfg.buffer_timeout_ms if head_cfg.buffer_timeout_ms is not None else network.buffer_timeout_ms
+            timeout = network.buffer_timeout_ms if head_cfg.buffer_timeout_ms is None else head_cfg.buffer_timeout_ms
             for ev in ejv.get_task_vertices():
                 execution = ev.get_current_execution()
                 produced = []

@@ -178,9 +178,9 @@ class NetworkEnvironment:
         ``getMinMaxNetworkBuffersPerResultPartition``): ``n + 1`` and
         ``max(n + 1, n * buffers_per_channel + floating_buffers_per_gate)`` for ``n``
         subpartitions."""
-        n = pdd.num_subpartitions
+        n, network = pdd.num_subpartitions, tdd.network_options
         required = n + 1
-        return required, max(required, n * tdd.network_options.buffers_per_channel + tdd.network_options.floating_buffers_per_gate)
+        return required, max(required, n * network.buffers_per_channel + network.floating_buffers_per_gate)
 
     @staticmethod
     def gate_buffers(tdd, gdd) -> Tuple[int, int]:
