@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import pickle
+from importlib import import_module
 
 import pytest
 
@@ -339,6 +340,11 @@ def test_environment_configuration_reaches_the_checkpoint_config():
 
 def test_pyflink_names_are_exported():
     assert ExportedMode is CheckpointingMode and ExportedRetention is ExternalizedCheckpointRetention
+    # PyFlink 2.x's module paths, for programs that import from them
+    assert import_module("rill.datastream.checkpointing_mode").CheckpointingMode is CheckpointingMode
+    assert import_module("rill.datastream.externalized_checkpoint_retention").ExternalizedCheckpointRetention \
+        is ExternalizedCheckpointRetention
+    assert import_module("rill.datastream.checkpoint_config").CheckpointConfig is CheckpointConfig
     assert [m.name for m in CheckpointingMode] == ["EXACTLY_ONCE", "AT_LEAST_ONCE"]
     assert [m.name for m in ExternalizedCheckpointRetention] == [
         "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"]
