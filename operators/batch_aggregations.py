@@ -13,14 +13,16 @@ position) run per batch, without a Python call per record (issue 16).
 aggregator's own ``reduce``, which also raises its errors (e.g. fields that cannot be added), so
 both paths raise alike.
 
-The loop runs only on tuples of one length ``L > position``, for every batch since the operator
-opened on an empty state (so every stored value is such a tuple too). The first batch that is
-not (another type, another length, a list, a Row) switches the operator to the general path
-for good: the stored values may then be of any shape.
+The loop runs on batches made only of tuples, while every batch since the operator opened on an
+empty state was (so every stored value is a tuple too); ``sum`` on position 0 or 1 of pairs
+also needs every stored value to be a pair (checked when a key's first record is stored). The
+first batch that breaks this switches the operator to the general path for good: the stored
+values may then be of any shape.
 """
 
 from __future__ import annotations
 
+from itertools import repeat
 from typing import Any, Callable, List, Optional
 
 from rill.operators.aggregations import (
@@ -35,10 +37,6 @@ from rill.operators.aggregations import (
 from rill.state.api import VOID_NAMESPACE
 
 __all__ = ["TupleAggregation", "tuple_aggregation_for"]
-
-#: ``TupleAggregation.shape`` once a batch broke the loop's preconditions.
-GENERAL = -1
-
 
 def tuple_aggregation_for(function: Any) -> Optional["TupleAggregation"]:
     """A :class:`TupleAggregation` for a ``SumAggregator`` or ``ComparableAggregator`` (exactly
@@ -57,99 +55,117 @@ class TupleAggregation:
 
     :param aggregator: a ``SumAggregator`` or ``ComparableAggregator`` with an ``int``
         ``position``; its ``reduce`` handles what the loop does not (and raises its errors).
-    :ivar shape: ``None`` until the first batch, then the tuples' length, or :data:`GENERAL`.
+    :ivar enabled: whether batches may still take the loop (see the module docstring).
     """
 
-    __slots__ = ("position", "reduce", "shape", "_loop")
+    __slots__ = ("position", "reduce", "enabled", "_loop")
 
     def __init__(self, aggregator: Any) -> None:
         self.position: int = aggregator.position
         self.reduce: Callable[[Any, Any], Any] = aggregator.reduce
-        self.shape: Optional[int] = None
+        self.enabled = True
         self._loop = _loop_for(aggregator)
 
     def start(self, state_is_empty: bool) -> None:
         """Called at ``open``: a restored state may hold values of any shape."""
-        self.shape = None if state_is_empty else GENERAL
+        self.enabled = state_is_empty
 
     def accepts(self, values: List[Any]) -> bool:
         """Whether the loop may run on ``values`` (non-empty); ``False`` from the first batch that
-        is not made of tuples of the established length on."""
-        shape = self.shape
-        if shape == GENERAL:
-            return False
-        if set(map(type, values)) == {tuple}:
-            lengths = set(map(len, values))
-            if len(lengths) == 1:
-                (length,) = lengths
-                if length > self.position and (shape is None or shape == length):
-                    self.shape = length
-                    return True
-        self.shape = GENERAL
+        is not made only of tuples on."""
+        if self.enabled and set(map(type, values)) == _TUPLE:
+            return True
+        self.enabled = False
         return False
 
-    def run(self, values: List[Any], keys: List[Any], by_namespaces: List[dict], append: Callable) -> None:
+    def run(self, values: List[Any], keys: List[Any], by_namespaces: List[dict], append: Callable) -> bool:
         """Combine each record with its key's stored value, store and ``append`` the result.
 
         :param by_namespaces: per record, its key group's ``namespace -> {key: value}`` map of the
             operator's state table (see :mod:`rill.state.state_table`).
-        :raises TypeError: from the aggregator, for fields that cannot be added or compared.
+        :returns: ``True``; ``False`` if a record broke the loop's preconditions: the records
+            before it were processed (appended), the caller processes the rest on the general
+            path, and the loop is disabled from now on.
+        :raises TypeError, InvalidFieldReferenceError: from the aggregator, for fields that
+            cannot be added or compared, or do not exist.
         """
-        self._loop(values, keys, by_namespaces, append, self.position, self.reduce, self.shape)
+        ns = VOID_NAMESPACE
+        # each record's {key: value} dict, at C speed; a key group without one gets an empty dict
+        # now (filled by the record), removed again if the batch fails before filling it
+        by_keys = list(map(dict.get, by_namespaces, repeat(ns)))
+        created: List[dict] = []
+        if None in by_keys:
+            for i, by_key in enumerate(by_keys):
+                if by_key is None:
+                    by_namespace = by_namespaces[i]
+                    by_key = by_namespace.get(ns)
+                    if by_key is None:
+                        by_key = by_namespace[ns] = {}
+                        created.append(by_namespace)
+                    by_keys[i] = by_key
+        try:
+            completed = self._loop(values, keys, by_keys, append, self.position, self.reduce)
+        finally:
+            for by_namespace in created:
+                if not by_namespace[ns]:  # the layout keeps no empty containers
+                    del by_namespace[ns]
+        if not completed:
+            self.enabled = False
+        return completed
 
 
-def _sum(values, keys, by_namespaces, append, p, reduce, length) -> None:
-    ns = VOID_NAMESPACE
-    if length == 2 and p == 1:  # (key, count): WordCount's shape
-        for value, key, by_namespace in zip(values, keys, by_namespaces):
-            by_key = by_namespace.get(ns)
-            if by_key is None:
-                by_namespace[ns] = {key: value}
-            else:
-                current = by_key.get(key)
-                if current is not None:
-                    try:
-                        value = (current[0], current[1] + value[1])
-                    except TypeError:
-                        value = reduce(current, value)  # raises the aggregator's error
-                by_key[key] = value
-            append(value)
-        return
-    for value, key, by_namespace in zip(values, keys, by_namespaces):
-        by_key = by_namespace.get(ns)
-        if by_key is None:
-            by_namespace[ns] = {key: value}
-        else:
-            current = by_key.get(key)
-            if current is not None:
-                try:
-                    items = list(current)
-                    items[p] = current[p] + value[p]
-                    value = tuple(items)
-                except TypeError:
-                    value = reduce(current, value)
-            by_key[key] = value
+_TUPLE = {tuple}
+_FALLBACK = (TypeError, IndexError)
+
+
+def _sum(values, keys, by_keys, append, p, reduce) -> bool:
+    if p == 1 or p == 0:
+        return _sum_pairs(values, keys, by_keys, append, p, reduce)
+    for value, key, by_key in zip(values, keys, by_keys):
+        current = by_key.get(key)
+        if current is not None:
+            try:
+                items = list(current)
+                items[p] = current[p] + value[p]
+                value = tuple(items)
+            except _FALLBACK:
+                value = reduce(current, value)  # raises the aggregator's error
+        by_key[key] = value
         append(value)
+    return True
+
+
+def _sum_pairs(values, keys, by_keys, append, p, reduce) -> bool:
+    """``sum(1)`` (WordCount's ``(word, count)``) or ``sum(0)`` over pairs."""
+    for value, key, by_key in zip(values, keys, by_keys):
+        current = by_key.get(key)
+        if current is None:
+            if len(value) != 2:
+                return False  # stored, it would break the pair formula below for its key
+        else:
+            try:
+                if p:
+                    value = (current[0], current[1] + value[1])
+                else:
+                    value = (current[0] + value[0], current[1])
+            except _FALLBACK:
+                value = reduce(current, value)
+        by_key[key] = value
+        append(value)
+    return True
 
 
 def _comparable(is_max: bool, by: bool, first: bool):
     """The loop of ``min``/``max`` (``by`` False) or ``min_by``/``max_by`` (``by`` True)."""
 
-    def loop(values, keys, by_namespaces, append, p, reduce, length) -> None:
-        ns = VOID_NAMESPACE
-        for value, key, by_namespace in zip(values, keys, by_namespaces):
-            by_key = by_namespace.get(ns)
-            if by_key is None:
-                by_namespace[ns] = {key: value}
-                append(value)
-                continue
+    def loop(values, keys, by_keys, append, p, reduce) -> bool:
+        for value, key, by_key in zip(values, keys, by_keys):
             current = by_key.get(key)
             if current is not None:
-                o1 = current[p]
-                o2 = value[p]
                 try:
-                    extremal = o1 > o2 if is_max else o1 < o2
-                    if extremal:
+                    o1 = current[p]
+                    o2 = value[p]
+                    if o1 > o2 if is_max else o1 < o2:
                         value = current
                     elif by:
                         if first and o1 == o2:
@@ -158,10 +174,11 @@ def _comparable(is_max: bool, by: bool, first: bool):
                         items = list(current)
                         items[p] = o2
                         value = tuple(items)
-                except TypeError:
+                except _FALLBACK:
                     value = reduce(current, value)  # raises the aggregator's error
             by_key[key] = value
             append(value)
+        return True
 
     return loop
 

@@ -96,15 +96,22 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         return keys_of(values) if keys_of is not None else list(map(self._key_of, values))
 
     def _by_namespaces(self, keys: List[Any]) -> List[dict]:
-        """Per key, its key group's ``namespace -> {key: value}`` map."""
-        cache = self._key_group_cache
+        """Per key, its key group's ``namespace -> {key: value}`` map (C-level ``map`` over the
+        backend's key-group cache; misses, found with C-level ``index``, go to the backend)."""
         try:
-            offsets = list(map(cache.get, keys))
+            offsets = list(map(self._key_group_cache.get, keys))
         except TypeError:  # an unhashable key: the backend raises its error for it
             offsets = [None] * len(keys)
         if None in offsets:
             key_group_offset = self._backend.compute_key_group_offset
-            offsets = [key_group_offset(key) if offset is None else offset for key, offset in zip(keys, offsets)]
+            index = offsets.index
+            i = index(None)
+            while True:
+                offsets[i] = key_group_offset(keys[i])
+                try:
+                    i = index(None, i + 1)
+                except ValueError:
+                    break
         return list(map(self._maps.__getitem__, offsets))
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
@@ -116,7 +123,9 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
             by_namespaces = self._by_namespaces(keys)
             aggregation = self._aggregation
             if aggregation is not None and aggregation.accepts(values):
-                aggregation.run(values, keys, by_namespaces, out.append)
+                if not aggregation.run(values, keys, by_namespaces, out.append):
+                    done = len(out)
+                    self._reduce_batch(values[done:], keys[done:], by_namespaces[done:], out.append)
             else:
                 self._reduce_batch(values, keys, by_namespaces, out.append)
         finally:

@@ -192,12 +192,19 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
             channels = self._channels_slow(values, keys)
         else:
             if None in channels:
+                # the misses found with C-level index(): with Zipf-like keys nearly every batch
+                # has a few new keys, and a Python loop over the whole batch cost more than them
                 channel_of_key = self._channel_of_key
-                for i, channel in enumerate(channels):
-                    if channel is None:
-                        # an earlier miss in this batch may have filled the cache
-                        channel = cache.get(keys[i])
-                        channels[i] = channel if channel is not None else channel_of_key(values[i], keys[i])
+                index = channels.index
+                i = index(None)
+                while True:
+                    key = keys[i]
+                    channel = cache.get(key)  # an earlier miss in this batch may have filled it
+                    channels[i] = channel if channel is not None else channel_of_key(values[i], key)
+                    try:
+                        i = index(None, i + 1)
+                    except ValueError:
+                        break
         if len(cache) > self.key_cache_size:
             cache.clear()
         return keys, channels
