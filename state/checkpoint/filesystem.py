@@ -45,9 +45,15 @@ from rill.state.checkpoint.metadata import (
     OperatorSubtaskStateHandle,
     SnapshotType,
 )
-from rill.state.checkpoint.operator_subtask_state import KeyedStateSnapshot, OperatorSubtaskState
+from rill.state.checkpoint.operator_subtask_state import (
+    KeyedStateSnapshot,
+    OperatorSubtaskState,
+    TimerServiceSnapshot,
+)
 from rill.state.checkpoint.parquet_layout import (
+    ROW_GROUP_TARGET_ROWS,
     FileIdentity,
+    plan_row_groups,
     read_keyed_state_file,
     read_operator_state_file,
     read_timers_file,
@@ -164,8 +170,8 @@ class FileOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
                 descriptor = _unpickled(s["descriptor"])
                 if descriptor is not None:
                     descriptors[s["name"]] = descriptor
-                if not s["file"] or rng.get_number_of_key_groups() == 0:
-                    continue
+                if not s["file"] or not plan_row_groups(s["row_groups"], rng):
+                    continue  # no entry in the range: the file is not opened
                 with fs.open(_join(root, s["file"]), "rb") as f:
                     entries = read_keyed_state_file(
                         f, descriptor if descriptor is not None else _UntypedDescriptor(s["name"]),
@@ -177,13 +183,13 @@ class FileOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
         timers = {}
         t = d["timers"]
         if t is not None:
-            if t["file"]:
+            if t["file"] and plan_row_groups(t["row_groups"], key_group_range):
                 key_type = _unpickled(t["key_type"])
                 with fs.open(_join(root, t["file"]), "rb") as f:
                     timers = read_timers_file(f, t["services"], _key_codec(key_type), t["row_groups"],
                                               key_group_range)
             else:
-                timers = read_timers_file(None, t["services"], UNTYPED, [], None)
+                timers = {name: TimerServiceSnapshot() for name in t["services"]}
         operator_state = {}
         o = d["operator_state"]
         if o is not None:
@@ -215,14 +221,18 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
 
     :param directory: the snapshot directory, path or URL (created by the storage).
     :param checkpoint_id: the checkpoint's id, written in every row's ``checkpoint_id``.
-    Picklable (two plain values): it travels to the tasks with the trigger.
+    :param row_group_target_rows: rows after which a keyed-state or timer row group is closed
+        at the next key-group boundary (:data:`~rill.state.checkpoint.parquet_layout.ROW_GROUP_TARGET_ROWS`).
+    Picklable (plain values): it travels to the tasks with the trigger.
     """
 
-    __slots__ = ("directory", "checkpoint_id")
+    __slots__ = ("directory", "checkpoint_id", "row_group_target_rows")
 
-    def __init__(self, directory: str, checkpoint_id: int) -> None:
+    def __init__(self, directory: str, checkpoint_id: int,
+                 row_group_target_rows: int = ROW_GROUP_TARGET_ROWS) -> None:
         self.directory = directory
         self.checkpoint_id = checkpoint_id
+        self.row_group_target_rows = row_group_target_rows
 
     @property
     def location_reference(self) -> Optional[str]:
@@ -268,7 +278,7 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
                     rel = f"{operator_id}/keyed/{state_directory_name(name)}/part-{suffix}.parquet"
                     spans = write(rel, lambda f: write_keyed_state_file(
                         f, identity, descriptor if descriptor is not None else _UntypedDescriptor(name),
-                        key_codec, per_kg, f"{who}, state {name!r}"))
+                        key_codec, per_kg, f"{who}, state {name!r}", self.row_group_target_rows))
                 states.append({
                     "name": name,
                     "kind": None if descriptor is None else descriptor.state_type.name,
@@ -291,7 +301,7 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
             if any(s.key_groups for s in state.timers.values()):
                 rel = f"{operator_id}/timers/part-{subtask_index:05d}.parquet"
                 spans = write(rel, lambda f: write_timers_file(f, identity, _key_codec(key_type),
-                                                               state.timers, who))
+                                                               state.timers, who, self.row_group_target_rows))
             timers = {"file": rel, "services": list(state.timers), "row_groups": spans,
                       "key_type": _pickled(key_type)}
         operator_state = None
@@ -336,7 +346,8 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         return f"FileSystemCheckpointStorageLocation({self.directory!r}, checkpoint {self.checkpoint_id})"
 
 
-def savepoint_location(job_id: str, target_directory: Optional[str], checkpoint_id: int) -> FileSystemCheckpointStorageLocation:
+def savepoint_location(job_id: str, target_directory: Optional[str], checkpoint_id: int,
+                       row_group_target_rows: int = ROW_GROUP_TARGET_ROWS) -> FileSystemCheckpointStorageLocation:
     """A new savepoint directory ``<target>/savepoint-<job_id[:6]>-<12 random hex>`` (Flink's
     ``AbstractFsCheckpointStorageAccess.initializeLocationForSavepoint``), created.
 
@@ -349,7 +360,7 @@ def savepoint_location(job_id: str, target_directory: Optional[str], checkpoint_
     directory = _join(target_directory, f"savepoint-{job_id[:6]}-{secrets.token_hex(6)}")
     fs, root = _fs(directory)
     fs.makedirs(root, exist_ok=True)
-    return FileSystemCheckpointStorageLocation(directory, checkpoint_id)
+    return FileSystemCheckpointStorageLocation(directory, checkpoint_id, row_group_target_rows)
 
 
 def resolve_checkpoint_pointer(pointer: str) -> CheckpointMetadata:
@@ -383,12 +394,17 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     :param checkpoint_dir: ``execution.checkpointing.dir``: a path or URL.
     :param job_id: the job's id (32 hex digits in Rill's runtime).
     :param savepoint_dir: the default target of savepoints, or ``None``.
-    :raises ValueError: if ``job_id`` is empty.
+    :param row_group_target_rows: see :class:`FileSystemCheckpointStorageLocation`.
+    :raises ValueError: if ``job_id`` is empty or ``row_group_target_rows < 1``.
     """
 
-    def __init__(self, checkpoint_dir: str, job_id: str, savepoint_dir: Optional[str] = None) -> None:
+    def __init__(self, checkpoint_dir: str, job_id: str, savepoint_dir: Optional[str] = None,
+                 row_group_target_rows: int = ROW_GROUP_TARGET_ROWS) -> None:
         if not job_id:
             raise ValueError("A file system checkpoint storage needs the job's id (its directory)")
+        if row_group_target_rows < 1:
+            raise ValueError(f"row_group_target_rows must be at least 1, got {row_group_target_rows}")
+        self.row_group_target_rows = row_group_target_rows
         self.checkpoint_dir = checkpoint_dir
         self.job_id = job_id
         self.savepoint_dir = savepoint_dir
@@ -398,11 +414,12 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         directory = _join(self.job_directory, f"chk-{checkpoint_id}")
         fs, root = _fs(directory)
         fs.makedirs(root, exist_ok=True)
-        return FileSystemCheckpointStorageLocation(directory, checkpoint_id)
+        return FileSystemCheckpointStorageLocation(directory, checkpoint_id, self.row_group_target_rows)
 
     def initialize_location_for_savepoint(self, checkpoint_id: int,
                                           target_directory: Optional[str]) -> FileSystemCheckpointStorageLocation:
-        return savepoint_location(self.job_id, target_directory or self.savepoint_dir, checkpoint_id)
+        return savepoint_location(self.job_id, target_directory or self.savepoint_dir, checkpoint_id,
+                                  self.row_group_target_rows)
 
     def resolve_checkpoint(self, pointer: str) -> CheckpointMetadata:
         return resolve_checkpoint_pointer(pointer)
