@@ -7,6 +7,7 @@ import datetime
 import decimal
 import math
 import struct
+from pathlib import Path
 
 import pytest
 
@@ -221,3 +222,18 @@ def test_spark_reads_typed_keys(tmp_path, spark):
     assert [(r.key, r.value) for r in rows] == [
         ("key-0-0", -(2 ** 63)), ("key-0-1", 2 ** 63 - 1), ("key-1-0", -(2 ** 63)), ("key-1-1", 2 ** 63 - 1)]
     assert column_codec(Types.STRING()).arrow_type == "string"
+
+
+def test_the_readme_udf_decodes_untyped_keys_in_spark(tmp_path, spark):
+    """The README's msgpack UDF, as written there, on a checkpoint with untyped keys."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    code = readme.split("```python\nimport msgpack\n", 1)[1].split("```", 1)[0]
+    location = FileSystemCheckpointStorage(str(tmp_path), JOB).initialize_location_for_checkpoint(1)
+    kg = {3: {"count": (("UA", VOID_NAMESPACE, 7), (("AA", 2), VOID_NAMESPACE, 8))},
+          9: {"count": ((2 ** 70, VOID_NAMESPACE, 9),)}}
+    location.write_operator_subtask_state(OID, 0, OperatorSubtaskState(1, {}, (KeyedStateSnapshot(
+        128, KeyGroupRange(0, 127), {"count": ValueStateDescriptor("count", Types.LONG())}, kg),), {}))
+    scope = {"spark": spark, "chk": location.directory, "operator_id": OID}
+    exec("import msgpack\n" + code.replace(".show()", ".orderBy('value').collect()"), scope)
+    rows = eval('counts.select(untyped("key").alias("carrier"), "value").orderBy("value").collect()', scope)
+    assert [(r.carrier, r.value) for r in rows] == [("UA", 7), ("['AA', 2]", 8), (str(2 ** 70), 9)]
