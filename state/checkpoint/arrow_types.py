@@ -55,7 +55,7 @@ from rill.common.typeinfo import (
     RowTypeInfo,
     TupleTypeInfo,
 )
-from rill.state.checkpoint.object_codec import decode_object, encode_object
+from rill.state.checkpoint.object_codec import decode_object, decode_objects, encode_object, encode_objects
 
 __all__ = ["ColumnCodec", "column_codec", "ttl_codec", "list_codec", "map_codec"]
 
@@ -74,14 +74,21 @@ class ColumnCodec:
     arrow_type: pa.DataType
     to_arrow: Hook = None
     from_arrow: Hook = None
+    #: the top-level column's conversion of a whole batch, when one call per batch is cheaper
+    #: than ``to_arrow`` / ``from_arrow`` per value (untyped values: one msgpack packer)
+    batch_to_arrow: Optional[Callable[[Sequence[Any]], List[Any]]] = None
+    batch_from_arrow: Optional[Callable[[Sequence[Any]], List[Any]]] = None
 
     def encode(self, values: Sequence[Any]) -> pa.Array:
-        """The Arrow array of ``values`` (``None`` elements are nulls).
+        """The Arrow array of ``values`` (``None`` elements are nulls, except in an untyped
+        column, where ``None`` is a value like any other).
 
         :raises TypeValueError: if a value does not fit the type.
         """
         hook = self.to_arrow
         try:
+            if self.batch_to_arrow is not None:
+                return pa.array(self.batch_to_arrow(values), self.arrow_type)
             return pa.array(values if hook is None else [_or_none(hook, v) for v in values],
                             self.arrow_type)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError, TypeError) as e:
@@ -90,8 +97,14 @@ class ColumnCodec:
     def decode(self, array: Any) -> List[Any]:
         """The Python values of ``array`` (an Arrow array or chunked array)."""
         values = array.to_pylist()
+        if self.batch_from_arrow is not None and array.null_count == 0:
+            return self.batch_from_arrow(values)
         hook = self.from_arrow
-        return values if hook is None else [_or_none(hook, v) for v in values]
+        if hook is None:
+            return values
+        if array.null_count == 0:
+            return [hook(v) for v in values]
+        return [_or_none(hook, v) for v in values]
 
 
 def _or_none(hook: Callable[[Any], Any], value: Any) -> Any:
@@ -158,7 +171,7 @@ _BASIC = {
 }
 
 #: The column of untyped values.
-UNTYPED = ColumnCodec(pa.binary(), encode_object, decode_object)
+UNTYPED = ColumnCodec(pa.binary(), encode_object, decode_object, encode_objects, decode_objects)
 _PICKLED = ColumnCodec(pa.binary(), cloudpickle.dumps, cloudpickle.loads)
 
 

@@ -85,8 +85,25 @@ def register_namespace_type(cls: Type[Any], name: str,
 register_namespace_type(VoidNamespace, "VoidNamespace", lambda ns: {}, lambda f: VoidNamespace())
 
 
+def _constant(namespace: Any, n: int) -> pa.StructArray:
+    """The column of ``n`` times the same namespace (all VoidNamespace: most keyed state)."""
+    codec = _BY_CLASS.get(type(namespace))
+    name = OBJECT_NAMESPACE if codec is None else codec.name
+    value = encode_object(namespace) if codec is None else None
+    given = {} if codec is None else codec.to_fields(namespace)
+    return pa.StructArray.from_arrays(
+        [pa.array([name] * n, pa.string()),
+         *(pa.array([given.get(f)] * n, pa.int64()) for f in _FIELDS),
+         pa.array([value] * n, pa.binary())],
+        fields=list(NAMESPACE_TYPE))
+
+
 def encode_namespaces(namespaces: Sequence[Any]) -> pa.StructArray:
     """The ``namespace`` column of ``namespaces`` (one struct per namespace)."""
+    if namespaces:
+        first = namespaces[0]
+        if all(ns is first for ns in namespaces):
+            return _constant(first, len(namespaces))
     types: List[str] = []
     fields: Dict[str, List[Optional[int]]] = {f: [] for f in _FIELDS}
     values: List[Optional[bytes]] = []
@@ -116,6 +133,12 @@ def decode_namespaces(column: pa.Array) -> List[Any]:
     """
     if isinstance(column, pa.ChunkedArray):
         column = column.combine_chunks()
+    n = len(column)
+    kinds = column.field("type").unique()
+    if n and len(kinds) == 1 and kinds[0].as_py() != OBJECT_NAMESPACE and all(
+            column.field(f).null_count == n for f in _FIELDS):
+        # One type without fields (VoidNamespace, GlobalWindow): one object for every row.
+        return [_decode(kinds[0].as_py(), {"start": None, "end": None, "id": None})] * n
     types = column.field("type").to_pylist()
     starts = column.field("start").to_pylist()
     ends = column.field("end").to_pylist()
@@ -127,11 +150,20 @@ def decode_namespaces(column: pa.Array) -> List[Any]:
         if name == OBJECT_NAMESPACE:
             out.append(decode_object(values[i]))
             continue
-        codec = cached.get(name) or _BY_NAME.get(name)
-        if codec is None:
-            raise ValueError(
-                f"Snapshot namespace type {name!r} is not registered: import the module that "
-                f"defines it (windows: rill.operators.windowing) before reading the snapshot")
+        codec = cached.get(name) or _codec_named(name)
         cached[name] = codec
         out.append(codec.from_fields({"start": starts[i], "end": ends[i], "id": ids[i]}))
     return out
+
+
+def _codec_named(name: str) -> _Codec:
+    codec = _BY_NAME.get(name)
+    if codec is None:
+        raise ValueError(
+            f"Snapshot namespace type {name!r} is not registered: import the module that "
+            f"defines it (windows: rill.operators.windowing) before reading the snapshot")
+    return codec
+
+
+def _decode(name: str, fields: Mapping[str, Optional[int]]) -> Any:
+    return _codec_named(name).from_fields(fields)

@@ -141,23 +141,24 @@ def _write_row_groups(out: Any, schema: pa.Schema, runs: Iterable[Tuple[int, int
     return spans
 
 
-def _runs_by_key_group(per_key_group: Iterable[Tuple[int, List[Any]]],
-                       target_rows: int) -> Iterable[Tuple[int, int, List[Any]]]:
+def _runs_by_key_group(per_key_group: Iterable[Tuple[int, Sequence[Any]]],
+                       target_rows: int) -> Iterable[Tuple[int, int, List[int], List[Any]]]:
     """Contiguous runs of whole key groups of at least ``target_rows`` rows (the last run may
-    be smaller)."""
-    first = None
-    last = None
+    be smaller), as ``(first kg, last kg, key group of each row, rows)``."""
+    first = last = -1
+    kgs: List[int] = []
     rows: List[Any] = []
     for key_group, entries in per_key_group:
-        if first is None:
+        if not rows:
             first = key_group
-        rows.extend((key_group, e) for e in entries)
+        rows.extend(entries)
+        kgs.extend([key_group] * len(entries))
         last = key_group
         if len(rows) >= target_rows:
-            yield first, last, rows
-            first, rows = None, []
+            yield first, last, kgs, rows
+            kgs, rows = [], []
     if rows:
-        yield first, last, rows  # type: ignore[misc]
+        yield first, last, kgs, rows
 
 
 def _keyed_schema(key: ColumnCodec, value: ColumnCodec) -> pa.Schema:
@@ -195,14 +196,14 @@ def write_keyed_state_file(out: Any, identity: FileIdentity, descriptor: StateDe
     schema = _keyed_schema(key_codec, codec)
 
     def tables() -> Iterable[Tuple[int, int, pa.Table]]:
-        for first, last, rows in _runs_by_key_group(key_groups, row_group_target_rows):
+        for first, last, kgs, rows in _runs_by_key_group(key_groups, row_group_target_rows):
             n = len(rows)
             columns = identity.columns(n) + [
                 ("state_name", pa.array([descriptor.name] * n, pa.string())),
-                ("key_group", pa.array([kg for kg, _ in rows], pa.int32())),
-                ("key", _encode(key_codec, [e[0] for _, e in rows], f"{where}, key")),
-                ("namespace", encode_namespaces([e[1] for _, e in rows])),
-                ("value", _encode(codec, [e[2] for _, e in rows], f"{where}, value")),
+                ("key_group", pa.array(kgs, pa.int32())),
+                ("key", _encode(key_codec, [e[0] for e in rows], f"{where}, key")),
+                ("namespace", encode_namespaces([e[1] for e in rows])),
+                ("value", _encode(codec, [e[2] for e in rows], f"{where}, value")),
                 identity.partition(n),
             ]
             yield first, last, pa.Table.from_arrays([c for _, c in columns], schema=schema)
@@ -242,14 +243,16 @@ def read_keyed_state_file(source: Any, descriptor: StateDescriptor, key_codec: C
     table = _read(source, row_groups, key_group_range, ["key_group", "key", "namespace", "value"])
     if table is None or table.num_rows == 0:
         return {}
-    key_groups = table.column("key_group").to_pylist()
-    keys = key_codec.decode(table.column("key"))
-    namespaces = decode_namespaces(table.column("namespace"))
-    values = value_codec(descriptor).decode(table.column("value"))
-    out: Dict[int, List[Tuple[Any, Any, Any]]] = {}
-    for kg, entry in zip(key_groups, zip(keys, namespaces, values)):
-        out.setdefault(kg, []).append(entry)
-    return {kg: tuple(entries) for kg, entries in out.items()}
+    entries = list(zip(key_codec.decode(table.column("key")), decode_namespaces(table.column("namespace")),
+                       value_codec(descriptor).decode(table.column("value"))))
+    # Rows are sorted by key group: cut the entries at the runs' ends.
+    runs = pc.value_counts(table.column("key_group"))
+    out: Dict[int, Tuple[Tuple[Any, Any, Any], ...]] = {}
+    start = 0
+    for kg, count in zip(runs.field("values").to_pylist(), runs.field("counts").to_pylist()):
+        out[kg] = tuple(entries[start:start + count])
+        start += count
+    return out
 
 
 _TIME_DOMAINS = ("EVENT_TIME", "PROCESSING_TIME")
@@ -285,15 +288,15 @@ def write_timers_file(out: Any, identity: FileIdentity, key_codec: ColumnCodec,
             yield kg, rows
 
     def tables() -> Iterable[Tuple[int, int, pa.Table]]:
-        for first, last, rows in _runs_by_key_group(per_key_group(), row_group_target_rows):
+        for first, last, kgs, rows in _runs_by_key_group(per_key_group(), row_group_target_rows):
             n = len(rows)
             columns = identity.columns(n) + [
-                ("timer_service", pa.array([r[0] for _, r in rows], pa.string())),
-                ("time_domain", pa.array([r[1] for _, r in rows], pa.string())),
-                ("key_group", pa.array([kg for kg, _ in rows], pa.int32())),
-                ("timestamp", pa.array([r[2][0] for _, r in rows], pa.int64())),
-                ("key", _encode(key_codec, [r[2][1] for _, r in rows], f"{where}, timer key")),
-                ("namespace", encode_namespaces([r[2][2] for _, r in rows])),
+                ("timer_service", pa.array([r[0] for r in rows], pa.string())),
+                ("time_domain", pa.array([r[1] for r in rows], pa.string())),
+                ("key_group", pa.array(kgs, pa.int32())),
+                ("timestamp", pa.array([r[2][0] for r in rows], pa.int64())),
+                ("key", _encode(key_codec, [r[2][1] for r in rows], f"{where}, timer key")),
+                ("namespace", encode_namespaces([r[2][2] for r in rows])),
                 identity.partition(n),
             ]
             yield first, last, pa.Table.from_arrays([c for _, c in columns], schema=schema)
