@@ -211,7 +211,9 @@ class FileOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
 
 
 class _UntypedDescriptor(StateDescriptor):
-    """Stands for a state whose descriptor the snapshot did not carry: values untyped."""
+    """Stands for a state whose descriptor the snapshot did not carry (a record built without
+    one): no kind, so :func:`~rill.state.checkpoint.parquet_layout.value_codec` writes each
+    stored value whole, untyped."""
 
     state_type = None  # type: ignore[assignment]
 
@@ -324,7 +326,7 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         :raises ValueError: if a handle is not a file handle of this storage.
         :raises OSError: if it cannot be written.
         """
-        text = metadata_to_json(metadata)
+        text = metadata_to_json(metadata, self.directory)
         fs, root = _fs(self.directory)
         final = _join(root, METADATA_FILE_NAME)
         temporary = _join(root, f".{METADATA_FILE_NAME}.inprogress-{secrets.token_hex(6)}")
@@ -466,19 +468,23 @@ class FileSystemCheckpointStorage(CheckpointStorage):
         return f"FileSystemCheckpointStorage({self.job_directory!r})"
 
 
-def metadata_to_json(metadata: CheckpointMetadata) -> str:
+def metadata_to_json(metadata: CheckpointMetadata, directory: Optional[str] = None) -> str:
     """The ``_metadata`` text of ``metadata`` (format: see the README section "Checkpoint
     directories"): readable without Rill, paths relative to the snapshot directory.
 
-    :raises ValueError: if a handle is not a :class:`FileOperatorSubtaskStateHandle`.
+    :param directory: the snapshot directory every handle must be in (``None``: not checked).
+    :raises ValueError: if a handle is not a :class:`FileOperatorSubtaskStateHandle` (of
+        ``directory``).
     """
     operators = []
     for op in metadata.operator_states.values():
         subtasks = []
         for index, handle in sorted(op.subtask_states.items()):
-            if not isinstance(handle, FileOperatorSubtaskStateHandle):
+            if not isinstance(handle, FileOperatorSubtaskStateHandle) or (
+                    directory is not None and handle.directory != directory):
                 raise ValueError(f"Operator {op.uid or op.operator_id} subtask {index}: {handle!r} is "
-                                 f"not a file handle; it cannot be written to {METADATA_FILE_NAME}")
+                                 f"not a file handle of {directory or 'a directory'}; it cannot be "
+                                 f"written to its {METADATA_FILE_NAME}")
             subtasks.append({"subtask_index": index, **handle.description})
         operators.append({"operator_id": op.operator_id, "uid": op.uid, "name": op.name,
                           "parallelism": op.parallelism, "max_parallelism": op.max_parallelism,

@@ -340,6 +340,9 @@ def test_finalize_is_atomic(tmp_path):
         0: handle, 1: InMemoryOperatorSubtaskStateHandle(_state())})})
     with pytest.raises(ValueError, match="subtask 1: .* is not a file handle"):
         location.finalize(bad)
+    elsewhere = storage.initialize_location_for_checkpoint(4).write_operator_subtask_state(OID, 1, _state())
+    with pytest.raises(ValueError, match=f"subtask 1: .* is not a file handle of {location.directory}"):
+        location.finalize(CheckpointMetadata(3, 0, {OID: OperatorState(OID, 2, 128, {0: handle, 1: elsewhere})}))
     chk = tmp_path / JOB / "chk-3"
     assert sorted(p.name for p in chk.iterdir()) == [OID]  # no _metadata, no temporary file
     # What a crash between writing and renaming leaves is not a completed checkpoint.
