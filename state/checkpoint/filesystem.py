@@ -73,6 +73,7 @@ __all__ = [
     "savepoint_location",
     "resolve_checkpoint_pointer",
     "state_directory_name",
+    "keyed_state_directory",
 ]
 
 #: The name of the metadata file in a snapshot directory (Flink's ``_metadata``).
@@ -387,6 +388,27 @@ def resolve_checkpoint_pointer(pointer: str) -> CheckpointMetadata:
     with fs.open(meta, "r") as f:
         text = f.read()
     return metadata_from_json(text, directory, source=pointer)
+
+
+def keyed_state_directory(pointer: str, operator: str, state_name: str) -> str:
+    """The directory of one keyed state of one operator in the snapshot at ``pointer`` (what
+    ``spark.read.parquet`` takes to read that state over all subtasks).
+
+    :param operator: the operator's uid or its 32-hex id.
+    :raises FileNotFoundError: if there is no completed snapshot at ``pointer``.
+    :raises KeyError: if no operator has that uid or id, or it has no state of that name.
+    """
+    metadata = resolve_checkpoint_pointer(pointer)
+    found = [op for op in metadata.operator_states.values() if operator in (op.uid, op.operator_id)]
+    if not found:
+        raise KeyError(f"No operator with uid or id {operator!r} in {pointer}")
+    op = found[0]
+    names = {s["name"] for h in op.subtask_states.values()
+             for k in h.description["keyed_state"] for s in k["states"]}  # type: ignore[attr-defined]
+    if state_name not in names:
+        raise KeyError(f"Operator {operator!r} has no keyed state {state_name!r} in {pointer} "
+                       f"(it has {sorted(names)})")
+    return _join(metadata.external_pointer or pointer, op.operator_id, "keyed", state_directory_name(state_name))
 
 
 class FileSystemCheckpointStorage(CheckpointStorage):

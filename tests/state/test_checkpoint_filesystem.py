@@ -22,6 +22,7 @@ from rill.state.api import VOID_NAMESPACE
 from rill.state.checkpoint.filesystem import (
     FileOperatorSubtaskStateHandle,
     FileSystemCheckpointStorage,
+    keyed_state_directory,
     resolve_checkpoint_pointer,
     state_directory_name,
 )
@@ -471,3 +472,15 @@ def test_typed_keys_when_the_snapshot_declares_the_key_type(tmp_path):
     table = pq.read_table(f"{location.directory}/{OID}/keyed/count")
     assert table.select(["key", "value"]).to_pylist() == [{"key": "UA", "value": 1}, {"key": "AA", "value": 2}]
     assert pq.read_table(f"{location.directory}/{OID}/timers").column("key").to_pylist() == ["UA"]
+
+
+def test_keyed_state_directory_finds_a_state_by_operator_uid_or_id(tmp_path):
+    pointer = _complete(FileSystemCheckpointStorage(str(tmp_path), JOB), 1, {0: _state(0, 63), 1: _state(64, 127)})
+    path = keyed_state_directory(pointer + "/_metadata", "counter", "ttl-list")
+    assert path == f"{pointer}/{OID}/keyed/ttl-list"
+    assert keyed_state_directory(pointer, OID, "ttl-list") == path
+    assert pq.read_table(path).num_rows == 2
+    with pytest.raises(KeyError, match="No operator with uid or id 'nope'"):
+        keyed_state_directory(pointer, "nope", "count")
+    with pytest.raises(KeyError, match="has no keyed state 'nope'"):
+        keyed_state_directory(pointer, "counter", "nope")
