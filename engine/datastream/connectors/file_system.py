@@ -3,7 +3,9 @@
 ``FileSource`` reads text lines; each file is cut into byte-range splits of at most
 ``split_size_bytes`` (a line belongs to the split in which it starts, as Hadoop's and Flink's
 text input formats rule), so several subtasks share a large file and a fast subtask takes more
-splits. ``FileSink`` writes one line per record into part files under bucket directories.
+splits. A split's checkpointed position is the number of its lines emitted (Flink's
+``CheckpointedPosition`` with ``recordsAfterOffset`` from the split's start); a restore reads
+the split again and emits from the next line (the files must not change in between). ``FileSink`` writes one line per record into part files under bucket directories.
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ class _TextLineReader(SourceReader):
         self.charset = charset
 
     def read(self, split: FileSourceSplit) -> Iterator[List[str]]:
+        return self.read_from(split, 0)
+
+    def read_from(self, split: FileSourceSplit, records_to_skip: int) -> Iterator[List[str]]:
+        """The split's lines after the first ``records_to_skip`` (the split's bytes are read
+        and cut into lines as :meth:`read` does; the skipped lines are only not emitted)."""
+        if records_to_skip < 0:
+            raise ValueError(f"FileSource reader: records_to_skip must be >= 0, got {records_to_skip}")
+        return self._lines(split, records_to_skip)
+
+    def _lines(self, split: FileSourceSplit, skip: int) -> Iterator[List[str]]:
         with open(split.path, "rb") as f:
             start, end = split.offset, split.offset + split.length
             if start > 0:
@@ -81,8 +93,9 @@ class _TextLineReader(SourceReader):
         if n == 0:
             self.progress_units += split.length
             return
-        done, step = 0, self.batch_size
-        for i in range(0, n, step):
+        done, step = split.length * min(skip, n) // n, self.batch_size
+        self.progress_units += done
+        for i in range(min(skip, n), n, step):
             batch = lines[i:i + step]
             share = split.length * min(i + step, n) // n
             self.progress_units += share - done
