@@ -141,8 +141,9 @@ class _BulkPart:
             self._file.close()
 
     def discard(self) -> None:
-        """Close the file without the format's footer: the part is garbage."""
-        self._file.close()
+        """The part is garbage after a failure (a restore deletes it); finishing it still lets
+        the format's writer release what it holds on the file."""
+        self.close()
 
 
 class FileWriter:
