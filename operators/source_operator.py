@@ -20,6 +20,13 @@ the operator holds such a split (reports ``NOTHING_AVAILABLE``) until it took it
 (``OperatorCoordinatorHolder``'s valve) for the same reason. The coordinator stamps each
 assignment with the id of its latest checkpoint (``SourceCoordinator.assign_split``; in
 cluster mode the ``coordinator_checkpoint_id`` of the ``AddSplitEvent``).
+
+Cluster mode needs one more thing of the runtime: an ``AddSplitEvent`` the coordinator sent
+before its snapshot of ``n`` must reach the operator before the task's own snapshot ``n``
+(Flink's coordinator gateway guarantees the same); otherwise that split is in neither state.
+The answer arrives as a mail, so the runtime must not let the checkpoint mail overtake it
+(deliver split answers at checkpoint priority, or hold the trigger until outstanding answers
+are delivered). Embedded mode answers synchronously and needs nothing.
 """
 
 from __future__ import annotations
@@ -80,12 +87,12 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
         self._finished = False
         # an asynchronous coordinator (cluster mode) answers with an AddSplitEvent mail
         self._split_requested = False
-        self._arrived_split: Optional[tuple] = None
         self._timestamps_and_watermarks = None
         # [split, records emitted] of the split being read; restored splits not started yet
         self._current: Optional[List[Any]] = None
         self._restored_splits: Deque[Tuple[Any, int]] = deque()
-        # a split stamped with a coordinator checkpoint this reader has not snapshotted yet
+        # the coordinator's last answer, (split or None, its checkpoint stamp), not started:
+        # held while this reader has not snapshotted the checkpoint it is stamped with
         self._held: Optional[Tuple[Any, int]] = None
         self._last_checkpoint_id = 0
         self._splits_state = None
@@ -195,13 +202,10 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
         asynchronous coordinator has not answered."""
         coordinator = self.context.operator_coordinator
         if getattr(coordinator, "asynchronous", False):
-            if self._arrived_split is None:
-                if not self._split_requested:
-                    self._split_requested = True
-                    coordinator.request_split_async(self.context.subtask_index, self._on_split_event)
-                return None
-            assignment, self._arrived_split = self._arrived_split, None
-            return assignment
+            if not self._split_requested:
+                self._split_requested = True
+                coordinator.request_split_async(self.context.subtask_index, self._on_split_event)
+            return None  # the answer's mail sets _held
         return coordinator.assign_split(self.context.subtask_index)
 
     def _on_split_event(self, split: Any, error: Optional[BaseException] = None,
@@ -215,7 +219,7 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
             if error is not None:
                 raise error
             self._split_requested = False
-            self._arrived_split = (split, coordinator_checkpoint_id)
+            self._held = (split, coordinator_checkpoint_id)
 
         self.context.mailbox_executor.execute(add_split, "AddSplitEvent")
 
