@@ -230,3 +230,22 @@ def test_cleanup_leaves_other_sinks_and_unknown_files_alone(tmp_path):
 def test_bulk_format_needs_on_checkpoint_rolling():
     with pytest.raises(ValueError, match="a bulk format needs a rolling policy that rolls on every checkpoint"):
         FileSink.for_bulk_format("/tmp/x", object()).with_rolling_policy(RollingPolicy.default_rolling_policy()).build()
+
+
+def test_bucket_directories_restore_and_cleanup(tmp_path):
+    sink = (FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder())
+            .with_bucket_assigner(BucketAssigner.date_time_bucket_assigner("yyyy"))
+            .with_rolling_policy(RollingPolicy.on_checkpoint_rolling_policy())
+            .build())
+    h = _harness(sink)
+    h.process_batch(["a"])
+    snap = h.snapshot(1)
+    [(_, _, path, final)] = snap.operator_state[COMMITTER_STATE_NAME][1]
+    bucket = os.path.dirname(final)
+    assert re.fullmatch(r"\d{4}", bucket) and os.path.dirname(path) == bucket  # relative to the base path
+    h.process_batch(["lost"])
+    _crash(h)
+    h2 = _harness(sink, restored=snap)
+    files = sorted(str(p.relative_to(tmp_path)) for p in Path(tmp_path).rglob("*") if p.is_file())
+    assert files == [final] and (tmp_path / final).read_text() == "a\n"
+    _crash(h2)

@@ -308,50 +308,43 @@ class FileSink:
         return _BulkFormatBuilder(base_path, writer_factory)
 
 
-class _RowFormatBuilder:
-    def __init__(self, base_path: str, encoder: Encoder):
+class _FormatBuilder:
+    """What both of Flink's ``FileSink.RowFormatBuilder`` and ``BulkFormatBuilder`` set."""
+
+    def __init__(self, base_path: str, rolling: RollingPolicy):
         self._base = base_path
-        self._encoder = encoder
         self._ofc = OutputFileConfig()
         self._assigner = BucketAssigner.date_time_bucket_assigner()
-        self._rolling = RollingPolicy()
+        self._rolling = rolling
 
-    def with_output_file_config(self, config: OutputFileConfig) -> "_RowFormatBuilder":
+    def with_output_file_config(self, config: OutputFileConfig):
         self._ofc = config
         return self
 
-    def with_bucket_assigner(self, assigner: BucketAssigner) -> "_RowFormatBuilder":
+    def with_bucket_assigner(self, assigner: BucketAssigner):
         self._assigner = assigner
         return self
 
-    def with_rolling_policy(self, policy: RollingPolicy) -> "_RowFormatBuilder":
+    def with_rolling_policy(self, policy: RollingPolicy):
+        """A bulk format's policy must roll on every checkpoint (``FileSink`` raises
+        ``ValueError`` otherwise)."""
         self._rolling = policy
         return self
+
+
+class _RowFormatBuilder(_FormatBuilder):
+    def __init__(self, base_path: str, encoder: Encoder):
+        super().__init__(base_path, RollingPolicy())
+        self._encoder = encoder
 
     def build(self) -> FileSink:
         return FileSink(self._base, self._encoder, self._ofc, self._assigner, self._rolling)
 
 
-class _BulkFormatBuilder:
+class _BulkFormatBuilder(_FormatBuilder):
     def __init__(self, base_path: str, writer_factory: Any):
-        self._base = base_path
+        super().__init__(base_path, RollingPolicy.on_checkpoint_rolling_policy())
         self._factory = writer_factory
-        self._ofc = OutputFileConfig()
-        self._assigner = BucketAssigner.date_time_bucket_assigner()
-        self._rolling = RollingPolicy.on_checkpoint_rolling_policy()
-
-    def with_output_file_config(self, config: OutputFileConfig) -> "_BulkFormatBuilder":
-        self._ofc = config
-        return self
-
-    def with_bucket_assigner(self, assigner: BucketAssigner) -> "_BulkFormatBuilder":
-        self._assigner = assigner
-        return self
-
-    def with_rolling_policy(self, policy: RollingPolicy) -> "_BulkFormatBuilder":
-        """Must roll on every checkpoint (``FileSink`` raises ``ValueError`` otherwise)."""
-        self._rolling = policy
-        return self
 
     def build(self) -> FileSink:
         return FileSink(self._base, None, self._ofc, self._assigner, self._rolling, self._factory)
