@@ -12,6 +12,7 @@ import time
 import pytest
 
 from rill.common.streamrecord import StreamRecord, Watermark
+from rill.datastream.async_retry_strategies import NO_RETRY_STRATEGY
 from rill.operators.async_io import AsyncWaitOperator, OutputMode
 from rill.operators.async_io.async_wait_operator import STATE_NAME
 from rill.operators.testing import OneInputStreamOperatorTestHarness
@@ -41,27 +42,10 @@ class Gated:
         raise TimeoutError(value)
 
 
-class NoRetry:
-    def can_retry(self, attempts):
-        return False
-
-    def get_backoff_time_millis(self, attempts):
-        return -1
-
-    def get_retry_predicate(self):
-        return self
-
-    def result_predicate(self):
-        return None
-
-    def exception_predicate(self):
-        return None
-
-
 def _harness(fn, mode, capacity=10, restored=None):
     mailbox = TaskMailbox()
     mailbox.bind_to_current_thread()
-    h = OneInputStreamOperatorTestHarness(AsyncWaitOperator(fn, 0, capacity, mode, NoRetry()))
+    h = OneInputStreamOperatorTestHarness(AsyncWaitOperator(fn, 0, capacity, mode, NO_RETRY_STRATEGY))
     h.context.mailbox_executor = MailboxExecutor(mailbox)
     h.initialize_state(restored)
     h.open()
