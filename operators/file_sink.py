@@ -17,7 +17,8 @@ become that checkpoint's committables. ``notify_checkpoint_complete(n)`` commits
 committables of every checkpoint up to ``n``; an abort leaves them pending for a later one.
 A restore commits the pending files of its state (idempotent: a file already renamed is
 skipped), truncates the in-progress files of its state to their recorded length and commits
-them too, and deletes every other in-progress file the subtasks it takes over left behind.
+them too, and deletes every other in-progress file the subtasks it takes over left behind (a
+later attempt that restores nothing deletes them too).
 Without checkpointing (``context.checkpointing_enabled`` false) the end of input commits
 everything, as Flink's ``CommitterOperator`` does; with it, the end of input closes the files
 to pending and the final checkpoint commits them (FLIP-147).
@@ -280,7 +281,8 @@ class FileSinkOperator(AbstractStreamOperator):
                 if owner % parallelism == index:
                     mine.append(FileSinkCommittable(os.path.join(base, path), os.path.join(base, final)))
             self._committer.commit(mine)
-        self._delete_leftovers(index, parallelism)
+        if self.is_restored() or self.context.attempt_number > 0:  # a first attempt's run id is new
+            self._delete_leftovers(index, parallelism)
         self._writer = FileWriter(self.sink, index, counter)
 
     def _truncated(self, path: str, final: str, length: int) -> FileSinkCommittable:

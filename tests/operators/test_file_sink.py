@@ -29,8 +29,9 @@ def _sink(tmp_path, rolling=None):
             .build())
 
 
-def _harness(sink, checkpointing=True, parallelism=1, subtask=0, restored=None):
-    h = OneInputStreamOperatorTestHarness(FileSinkOperator(sink), parallelism=parallelism, subtask_index=subtask)
+def _harness(sink, checkpointing=True, parallelism=1, subtask=0, restored=None, attempt=0):
+    h = OneInputStreamOperatorTestHarness(FileSinkOperator(sink), parallelism=parallelism, subtask_index=subtask,
+                                          attempt_number=attempt)
     h.context.checkpointing_enabled = checkpointing
     h.initialize_state(restored)
     h.open()
@@ -249,3 +250,18 @@ def test_bucket_directories_restore_and_cleanup(tmp_path):
     files = sorted(str(p.relative_to(tmp_path)) for p in Path(tmp_path).rglob("*") if p.is_file())
     assert files == [final] and (tmp_path / final).read_text() == "a\n"
     _crash(h2)
+
+
+def test_a_new_attempt_without_a_checkpoint_deletes_the_failed_attempts_files(tmp_path):
+    sink = _sink(tmp_path)
+    h = _harness(sink)
+    h.process_batch(["a"])
+    h.snapshot(1)  # never completed: no restore from it
+    h.process_batch(["b"])
+    _crash(h)
+    assert len(_hidden(tmp_path)) == 2
+    h2 = _harness(sink, attempt=1)
+    assert _hidden(tmp_path) == [] and _visible(tmp_path) == []
+    h2.process_batch(["a", "b"])
+    _finish(h2, 2)
+    assert _lines(tmp_path) == ["a", "b"]
