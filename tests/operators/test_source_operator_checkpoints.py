@@ -6,7 +6,6 @@ checkpoint. Driven with the operator test harness and a real SourceCoordinator (
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List
 
 import pytest
 
