@@ -23,6 +23,8 @@ from rill.datastream.connectors.async_source import AsyncIteratorSource
 from rill.operators.source_operator import SPLITS_STATE_NAME, InputStatus, SourceOperator
 from rill.operators.testing import OneInputStreamOperatorTestHarness
 from rill.runtime.source_coordinator import SourceCoordinator
+from rill.state import redistribute
+from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 
 
 def _harness(source, coordinator, parallelism=1, subtask=0, batch=7, restored=None):
@@ -247,3 +249,22 @@ def test_replayable_sources_say_so(tmp_path):
     assert NumberSequenceSource(0, 1).supports_replay is True
     assert CollectionSource([1]).supports_replay is True
     assert FileSource([str(tmp_path)], StreamFormat.text_line_format()).supports_replay is True
+
+
+def test_rescale_two_readers_into_one(tmp_path):
+    expected = _write_files(tmp_path, files=2, lines=30)
+    source = FileSource([str(tmp_path)], StreamFormat.text_line_format(), split_size_bytes=64)
+    coordinator = SourceCoordinator(source, 2)
+    hs = [_harness(source, coordinator, 2, i, batch=4) for i in range(2)]
+    _emit(hs[0], 3)
+    _emit(hs[1], 1)
+    data, snaps = _checkpoint(coordinator, hs, 1)
+    before = hs[0].extract_output_values() + hs[1].extract_output_values()
+    [share] = redistribute([s.operator_state for s in snaps], 1)
+    assert len(share[SPLITS_STATE_NAME][1]) == 2  # both readers' current splits, with positions
+    coordinator2 = SourceCoordinator(source, 1)
+    coordinator2.reset_to_checkpoint(1, data)
+    h = _harness(source, coordinator2, 1, 0, batch=4, restored=OperatorSubtaskState(1, share))
+    assert _emit(h)
+    emitted = before + h.extract_output_values()
+    assert sorted(emitted) == sorted(v for rows in expected.values() for v in rows)
