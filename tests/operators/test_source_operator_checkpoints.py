@@ -191,6 +191,7 @@ class _OwnEnumerator(SplitEnumerator):
 class _SkippingReader(SourceReader):
     def read(self, split):
         yield [f"{split.n}-{i}" for i in range(3)]
+        yield []  # nothing available for a moment
         yield [f"{split.n}-{i}" for i in range(3, 5)]
 
 
@@ -214,11 +215,11 @@ def test_default_restore_enumerator_refuses_foreign_state():
 
 
 @pytest.mark.parametrize("skip, expected", [
-    (0, [["7-0", "7-1", "7-2"], ["7-3", "7-4"]]),
-    (2, [["7-2"], ["7-3", "7-4"]]),
-    (3, [["7-3", "7-4"]]),
-    (4, [["7-4"]]),
-    (5, []),
+    (0, [["7-0", "7-1", "7-2"], [], ["7-3", "7-4"]]),
+    (2, [["7-2"], [], ["7-3", "7-4"]]),
+    (3, [[], ["7-3", "7-4"]]),
+    (4, [[], ["7-4"]]),
+    (5, [[]]),
 ])
 def test_default_read_from_drops_the_emitted_records(skip, expected):
     assert list(_SkippingReader().read_from(_Split(7), skip)) == expected

@@ -191,10 +191,10 @@ class SourceReader:
         if records_to_skip < 0:
             raise ValueError(f"{type(self).__name__}: records_to_skip must be >= 0, got {records_to_skip}")
         for batch in self.read(split):
-            if records_to_skip >= len(batch) and batch:
-                records_to_skip -= len(batch)
-                continue
-            if records_to_skip:
+            if records_to_skip and batch:  # an empty batch ("nothing available") skips nothing
+                if records_to_skip >= len(batch):
+                    records_to_skip -= len(batch)
+                    continue
                 batch, records_to_skip = batch[records_to_skip:], 0
             yield batch
 
