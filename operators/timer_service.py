@@ -479,9 +479,11 @@ class InternalTimeServiceManager:
         """BATCH execution: :meth:`InternalTimerService.fire_all_for_batch_key` of every
         service, until none has a timer left (a timer of one service may register one in
         another)."""
-        services = self._services.values()
-        while any(len(s._event_time_timers) or len(s._processing_time_timers) for s in services):
-            for service in list(services):
+        services = list(self._services.values())
+        for service in services:
+            service.fire_all_for_batch_key()
+        while any(s.num_event_time_timers() or s.num_processing_time_timers() for s in services):
+            for service in services:
                 service.fire_all_for_batch_key()
 
     def num_event_time_timers(self) -> int:
