@@ -23,6 +23,7 @@ from rill.datastream import (
     KeyedProcessFunction,
     OutputTag,
     ProcessFunction,
+    ProcessJoinFunction,
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
 )
@@ -495,3 +496,46 @@ def test_checkpointing_is_disabled_in_batch_mode(env):
     assert sorted(collect(word_count(env))) == sorted(Counter(w for line in LINES for w in line.split()).items())
     # as Flink's configureStreamGraphBatch: disabled (and logged), not an error
     assert env.get_checkpoint_interval() == -1
+
+
+# -- more keyed two-input operators, many keys per key group -----------------------------------
+
+class Pair(ProcessJoinFunction):
+    def process_element(self, left, right, ctx):
+        yield left, right
+
+
+def test_interval_join(env):
+    left_events = [e for e in EVENTS if e[1] % 2]
+    right_events = [(k, v * 10, t + 1) for k, v, t in EVENTS if not v % 2]
+
+    def build(e):
+        return (stamped(e, left_events).key_by(lambda v: v[0])
+                .interval_join(stamped(e, right_events).key_by(lambda v: v[0])).between(-7, 4).process(Pair()))
+
+    batch, streaming = batch_and_streaming(env, build)
+    expected = sorted((lv, rv) for lv in left_events for rv in right_events
+                      if lv[0] == rv[0] and lv[2] - 7 <= rv[2] <= lv[2] + 4)
+    assert expected
+    assert sorted(batch) == expected
+    assert sorted(streaming) == expected
+
+
+def test_many_keys_sharing_key_groups(env):
+    # 300 keys in 4 key groups: the window operator's per-key-group timers fire key by key
+    events = [(i % 300, i % 7, i // 3) for i in range(1500)]
+
+    def build(e):
+        e.set_max_parallelism(4)
+        return (stamped(e, events).key_by(lambda v: v[0]).window(TumblingEventTimeWindows.of(100))
+                .reduce(lambda a, b: (a[0], a[1] + b[1], max(a[2], b[2]))))
+
+    batch, streaming = batch_and_streaming(env, build)
+    acc = {}
+    for k, v, t in events:
+        w = (k, t // 100)
+        s, m = acc.get(w, (0, t))
+        acc[w] = (s + v, max(m, t))
+    expected = sorted((k, s, m) for (k, _), (s, m) in acc.items())
+    assert sorted(batch) == expected
+    assert sorted(streaming) == expected
