@@ -8,15 +8,16 @@ fires every event-time and processing-time timer of the finished key with the wa
 the end of time, then resets it. A broadcast input is read completely before the keyed (or
 non-keyed) input of a broadcast operator (Flink's ``BatchCoBroadcastWith[Non]KeyedOperator``).
 
-Rill realizes the sort as a grouping: records are appended to their key's group (one key
-selector call, one dict look-up and two appends per record, amortized per batch); at the end
-of input each group is put in timestamp order (stable, as Flink's sort compares the key, then
-the timestamp) and fed to the wrapped operator as one batch. Keys come in the order of their
-first record (Flink: the order of their serialized bytes); nothing else observable depends on
-it. Differences from Flink, and why:
+Rill realizes the sort as a grouping (:class:`~rill.operators.batch_sort_buffer.KeyGroupedBuffer`):
+records are appended to their key's group (one key selector call, one dict look-up and two
+appends per record, amortized per batch), spilled to disk by key group beyond
+``max_buffered_records``; at the end of input each group is put in timestamp order (stable,
+as Flink's sort compares the key, then the timestamp) and fed to the wrapped operator as one
+batch. Keys come in the order of their first record, or key group by key group after a spill
+(Flink: the order of their serialized bytes); nothing else observable depends on it.
+Differences from Flink, and why:
 
-- the groups live in memory until the end of input (Flink's sorter spills to disk): a BATCH
-  job holds its keyed input in the keyed task's memory;
+- the held input of a non-keyed broadcast operator stays in memory (no spill);
 - the keyed state backend is the normal heap backend (Flink's BATCH backend keeps only the
   current key's state): state of finished keys stays until the task ends;
 - of the two inputs of a keyed two-input operator, a key's records of input 1 come before
@@ -29,9 +30,11 @@ once after the last key, before ``end_input``.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional
+from typing import Any, List, Optional
 
+from rill.common.execution_options import ExecutionOptions
 from rill.common.streamrecord import MAX_WATERMARK
+from rill.operators.batch_sort_buffer import KeyGroupedBuffer
 from rill.operators.base import (
     OneInputStreamOperator,
     Output,
@@ -39,7 +42,16 @@ from rill.operators.base import (
     TwoInputStreamOperator,
 )
 
-__all__ = ["HeldWatermarkOutput", "BatchKeyedOneInputOperator", "BatchTwoInputOperator", "in_timestamp_order"]
+__all__ = [
+    "HeldWatermarkOutput",
+    "BatchKeyedOneInputOperator",
+    "BatchTwoInputOperator",
+    "in_timestamp_order",
+    "DEFAULT_MAX_BUFFERED_RECORDS",
+]
+
+#: records a keyed BATCH input holds in memory before it spills to disk (per subtask)
+DEFAULT_MAX_BUFFERED_RECORDS = ExecutionOptions.SORTED_INPUTS_MAX_RECORDS.default
 
 
 class HeldWatermarkOutput(Output):
@@ -93,29 +105,6 @@ def _feed(process_batch, process_element, values: List[Any], timestamps: List[Op
         process_batch(values, timestamps)
 
 
-def _group(groups: Dict[Any, list], key_of, values: List[Any], timestamps: Optional[List[int]],
-           width: int, offset: int) -> None:
-    """Append the records to their key's group: ``group[offset]`` holds values,
-    ``group[offset + 1]`` timestamps (``None`` for a record without)."""
-    get = groups.get
-    if timestamps is None:
-        for v in values:
-            k = key_of(v)
-            g = get(k)
-            if g is None:
-                g = groups[k] = [[] for _ in range(width)]
-            g[offset].append(v)
-            g[offset + 1].append(None)
-    else:
-        for v, t in zip(values, timestamps):
-            k = key_of(v)
-            g = get(k)
-            if g is None:
-                g = groups[k] = [[] for _ in range(width)]
-            g[offset].append(v)
-            g[offset + 1].append(t)
-
-
 def _key_of(selector: Any, operator_name: str, which: str):
     if selector is None:
         raise RuntimeError(f"Operator '{operator_name}' runs in BATCH mode as a keyed operator but its "
@@ -126,14 +115,24 @@ def _key_of(selector: Any, operator_name: str, which: str):
 class _BatchWrapper(StreamOperator):
     """The life cycle of the wrapped operator, delegated; watermarks held (see module)."""
 
-    def __init__(self, operator: StreamOperator) -> None:
+    def __init__(self, operator: StreamOperator, max_buffered_records: int = DEFAULT_MAX_BUFFERED_RECORDS) -> None:
         self.operator = operator
+        self.max_buffered_records = max_buffered_records
+        self._buffer: Optional[KeyGroupedBuffer] = None
 
     def setup(self, context, output: Output) -> None:
         self.context = context
         self.output = output
         self._held = HeldWatermarkOutput(output)
         self.operator.setup(context, self._held)
+
+    def _new_buffer(self, width: int) -> KeyGroupedBuffer:
+        backend = self.context.keyed_state_backend
+        if backend is None:
+            raise RuntimeError(f"Operator '{self.context.operator_name}' runs in BATCH mode as a keyed "
+                               f"operator but has no keyed state backend")
+        return KeyGroupedBuffer(width, backend.compute_key_group_offset, self.max_buffered_records,
+                                self.context.operator_name)
 
     def initialize_state(self) -> None:
         self.operator.initialize_state()
@@ -145,7 +144,11 @@ class _BatchWrapper(StreamOperator):
         self.operator.finish()
 
     def close(self) -> None:
-        self.operator.close()
+        try:
+            self.operator.close()
+        finally:
+            if self._buffer is not None:
+                self._buffer.close()
 
     def get_operator_name(self) -> str:
         return self.operator.get_operator_name()
@@ -182,25 +185,26 @@ class BatchKeyedOneInputOperator(_BatchWrapper, OneInputStreamOperator):
     fired after its records (see the module docstring).
 
     :param operator: the keyed operator prototype (its context must carry a key selector).
-    :raises RuntimeError: at ``setup`` if the operator's context has no key selector.
+    :param max_buffered_records: records held in memory before a spill to disk (>= 1).
+    :raises RuntimeError: at ``setup`` if the operator's context has no key selector or keyed
+        state backend.
+    :raises ValueError: at ``setup`` for ``max_buffered_records`` below 1.
     """
 
     def setup(self, context, output: Output) -> None:
         super().setup(context, output)
         self._key_of = _key_of(context.key_selector, context.operator_name, "input")
-        self._groups: Dict[Any, list] = {}
+        self._buffer = self._new_buffer(2)
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
         self.process_batch([value], None if timestamp is None else [timestamp])
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
-        _group(self._groups, self._key_of, values, timestamps, 2, 0)
+        self._buffer.add(self._key_of, values, timestamps, 0)
 
     def end_input(self) -> None:
         op = self.operator
-        groups = self._groups
-        for key in list(groups):
-            values, timestamps = groups.pop(key)
+        for _key, (values, timestamps) in self._buffer.drain():
             _feed(op.process_batch, op.process_element, values, timestamps)
             self._end_key()
         self._held.release()
@@ -222,11 +226,14 @@ class BatchTwoInputOperator(_BatchWrapper, TwoInputStreamOperator):
 
     :param operator: the two-input operator prototype.
     :param keyed_inputs: which of the two inputs are keyed (input 2 keyed needs input 1 keyed).
-    :raises ValueError: for ``(False, True)``.
+    :param max_buffered_records: records of the keyed inputs held in memory before a spill to
+        disk (>= 1).
+    :raises ValueError: for ``(False, True)``; at ``setup`` for ``max_buffered_records`` below 1.
     """
 
-    def __init__(self, operator: StreamOperator, keyed_inputs=(True, True)) -> None:
-        super().__init__(operator)
+    def __init__(self, operator: StreamOperator, keyed_inputs=(True, True),
+                 max_buffered_records: int = DEFAULT_MAX_BUFFERED_RECORDS) -> None:
+        super().__init__(operator, max_buffered_records)
         if keyed_inputs[1] and not keyed_inputs[0]:
             raise ValueError(f"BatchTwoInputOperator of {type(operator).__name__}: input 2 keyed needs "
                              f"input 1 keyed, got keyed_inputs={keyed_inputs!r}")
@@ -238,7 +245,8 @@ class BatchTwoInputOperator(_BatchWrapper, TwoInputStreamOperator):
         name = context.operator_name
         self._key_of1 = _key_of(context.key_selector, name, "input 1") if keyed1 else None
         self._key_of2 = _key_of(context.key_selector2, name, "input 2") if keyed2 else None
-        self._groups: Dict[Any, list] = {}
+        if keyed1:
+            self._buffer = self._new_buffer(4)
         self._held_values: List[Any] = []
         self._held_timestamps: List[Optional[int]] = []
         self._ended = [False, False]
@@ -251,7 +259,7 @@ class BatchTwoInputOperator(_BatchWrapper, TwoInputStreamOperator):
 
     def process_batch1(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         if self._key_of1 is not None:
-            _group(self._groups, self._key_of1, values, timestamps, 4, 0)
+            self._buffer.add(self._key_of1, values, timestamps, 0)
         elif self._ended[1]:
             self.operator.process_batch1(values, timestamps)
         else:
@@ -260,7 +268,7 @@ class BatchTwoInputOperator(_BatchWrapper, TwoInputStreamOperator):
 
     def process_batch2(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         if self._key_of2 is not None:
-            _group(self._groups, self._key_of2, values, timestamps, 4, 2)
+            self._buffer.add(self._key_of2, values, timestamps, 2)
         else:
             self.operator.process_batch2(values, timestamps)
 
@@ -286,9 +294,7 @@ class BatchTwoInputOperator(_BatchWrapper, TwoInputStreamOperator):
         if not all(self._ended):
             return
         if self._key_of1 is not None:
-            groups = self._groups
-            for key in list(groups):
-                values1, timestamps1, values2, timestamps2 = groups.pop(key)
+            for _key, (values1, timestamps1, values2, timestamps2) in self._buffer.drain():
                 if values1:
                     _feed(op.process_batch1, op.process_element1, values1, timestamps1)
                 if values2:

@@ -36,6 +36,11 @@ class ExecutionOptions:
         "execution.runtime-mode", "STREAMING",
         "Runtime execution mode of DataStream programs: STREAMING, BATCH or AUTOMATIC "
         "(BATCH when every source is bounded).")
+    SORTED_INPUTS_MAX_RECORDS = ConfigOption(
+        "rill.batch.sorted-inputs.max-records", 1_000_000,
+        "Records a keyed input of a BATCH job holds in memory per subtask before it spills them "
+        "to local disk, partitioned by key group (Rill; Flink bounds its sorter with "
+        "execution.sorted-inputs.memory).")
 
 
 def runtime_mode_of(value: Any, what: str = ExecutionOptions.RUNTIME_MODE.key) -> RuntimeExecutionMode:

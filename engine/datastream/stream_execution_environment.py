@@ -298,6 +298,7 @@ class StreamExecutionEnvironment:
             default_parallelism=self._parallelism, default_max_parallelism=self._max_parallelism,
             default_buffer_timeout_ms=self._buffer_timeout_ms,
             runtime_mode=configured_runtime_mode(self._config),
+            batch_max_buffered_records=self._config.get(ExecutionOptions.SORTED_INPUTS_MAX_RECORDS),
         ).generate()
         if graph.runtime_mode is RuntimeExecutionMode.BATCH:
             self._disable_checkpointing_for_batch()

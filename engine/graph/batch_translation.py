@@ -99,9 +99,13 @@ def batch_watermark_strategy(strategy: Optional[WatermarkStrategy]) -> Optional[
     return batch if assigner is None else batch.with_timestamp_assigner(assigner)
 
 
-def batch_operator_factory(t: Transformation) -> Any:
+def batch_operator_factory(t: Transformation, max_buffered_records: int) -> Any:
     """The operator factory the physical transformation ``t`` runs with in BATCH mode (its own
-    when BATCH changes nothing for it). Never modifies ``t``."""
+    when BATCH changes nothing for it). Never modifies ``t``.
+
+    :param max_buffered_records: records a keyed input holds in memory before it spills
+        (``rill.batch.sorted-inputs.max-records``).
+    """
     factory = t.operator_factory
     op = factory.operator
     replacement = None
@@ -114,14 +118,14 @@ def batch_operator_factory(t: Transformation) -> Any:
         if type(op) is StreamGroupedReduce:
             replacement = BatchGroupedReduceOperator(op.user_function, op.type_info)
         else:
-            replacement = BatchKeyedOneInputOperator(op)
+            replacement = BatchKeyedOneInputOperator(op, max_buffered_records)
     elif isinstance(t, TwoInputTransformation):
         if t.state_key_selector1 is not None and t.state_key_selector2 is not None:
-            replacement = BatchTwoInputOperator(op, (True, True))
+            replacement = BatchTwoInputOperator(op, (True, True), max_buffered_records)
         elif isinstance(op, CoBroadcastWithKeyedOperator):
-            replacement = BatchTwoInputOperator(op, (True, False))
+            replacement = BatchTwoInputOperator(op, (True, False), max_buffered_records)
         elif isinstance(op, CoBroadcastWithNonKeyedOperator):
-            replacement = BatchTwoInputOperator(op, (False, False))
+            replacement = BatchTwoInputOperator(op, (False, False), max_buffered_records)
     if replacement is None:
         return factory
     return SimpleOperatorFactory(replacement, factory.chaining_strategy)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional
 
-from rill.common.execution_options import RuntimeExecutionMode
+from rill.common.execution_options import ExecutionOptions, RuntimeExecutionMode
 from rill.graph.batch_translation import batch_operator_factory, executes_in_batch_mode
 from rill.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,
@@ -63,6 +63,8 @@ class StreamGraphGenerator:
     :param default_buffer_timeout_ms: buffer timeout of transformations that have none.
     :param runtime_mode: ``STREAMING`` (default), ``BATCH`` or ``AUTOMATIC`` (BATCH when every
         source is bounded); the graph's ``runtime_mode`` is the one it runs in.
+    :param batch_max_buffered_records: in BATCH mode, records a keyed input holds in memory per
+        subtask before it spills to disk.
     :raises ValueError: on a default parallelism below 1 or a default max parallelism out of
         ``1..32768`` (other than -1).
     """
@@ -76,6 +78,7 @@ class StreamGraphGenerator:
         default_max_parallelism: int = -1,
         default_buffer_timeout_ms: int = 100,
         runtime_mode: RuntimeExecutionMode = RuntimeExecutionMode.STREAMING,
+        batch_max_buffered_records: int = ExecutionOptions.SORTED_INPUTS_MAX_RECORDS.default,
     ):
         if not isinstance(default_parallelism, int) or default_parallelism < 1:
             raise ValueError(f"The default parallelism must be at least 1, got {default_parallelism!r}.")
@@ -93,6 +96,7 @@ class StreamGraphGenerator:
         self.default_max_parallelism = default_max_parallelism
         self.default_buffer_timeout_ms = default_buffer_timeout_ms
         self.runtime_mode = runtime_mode
+        self.batch_max_buffered_records = batch_max_buffered_records
         self._batch = False
         self._already_transformed: Dict[int, List[int]] = {}
         self._next_virtual_id = -1
@@ -180,10 +184,11 @@ class StreamGraphGenerator:
             vertex_class = TWO_INPUT_TASK
         else:
             vertex_class = ONE_INPUT_TASK
+        factory = batch_operator_factory(t, self.batch_max_buffered_records) if self._batch else t.operator_factory
         node = StreamNode(
             id=t.id,
             operator_name=operator_name,
-            operator_factory=batch_operator_factory(t) if self._batch else t.operator_factory,
+            operator_factory=factory,
             parallelism=parallelism,
             max_parallelism=max_parallelism,
             slot_sharing_group=self._determine_slot_sharing_group(t.slot_sharing_group, all_input_ids),

@@ -110,3 +110,42 @@ def test_batch_grouped_reduce_needs_a_keyed_stream():
 def test_a_keyed_second_input_needs_a_keyed_first():
     with pytest.raises(ValueError, match=r"input 2 keyed needs input 1 keyed, got keyed_inputs=\(False, True\)"):
         BatchTwoInputOperator(KeyedProcessOperator(Trace()), (False, True))
+
+
+def trace_with_bound(max_buffered_records):
+    harness = KeyedOneInputStreamOperatorTestHarness(
+        BatchKeyedOneInputOperator(KeyedProcessOperator(Trace()), max_buffered_records), lambda v: v[0],
+        max_parallelism=4)
+    with harness:
+        for i in range(40):
+            harness.process_element((f"k{i % 7}", i), (i * 13) % 17)
+        buffer = harness.operator._buffer
+        harness.end_input()
+    return harness.get_output(), buffer
+
+
+def test_a_spilled_input_gives_each_key_all_its_records_once():
+    in_memory, unspilled = trace_with_bound(1000)
+    spilled, buffer = trace_with_bound(3)
+    assert unspilled.spills == 0 and buffer.spills == 10  # one per 4 records held
+    assert buffer._spill_dir is None  # the spill files are gone with the operator
+
+    def per_key(output):
+        keys = {}
+        for element in output[:-1]:
+            kind, what = element.value[0], element.value[1]
+            keys.setdefault(what[0] if kind == "record" else what, []).append(element)
+        return keys
+
+    # the same records and timers per key, in the same order; keys key group by key group
+    assert per_key(spilled) == per_key(in_memory)
+    assert spilled[-1] == in_memory[-1] == Watermark(MAX_TIMESTAMP)
+    assert sorted(map(repr, spilled)) == sorted(map(repr, in_memory))
+
+
+def test_the_sort_buffer_needs_room_for_a_record():
+    harness = KeyedOneInputStreamOperatorTestHarness(
+        BatchKeyedOneInputOperator(KeyedProcessOperator(Trace()), 0), lambda v: v[0], task_name="P")
+    with pytest.raises(ValueError, match=r"^Operator 'P': the BATCH sort buffer must hold at least 1 record, "
+                                         r"got max_records_in_memory=0$"):
+        harness.open()

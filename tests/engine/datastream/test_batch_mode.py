@@ -539,3 +539,21 @@ def test_many_keys_sharing_key_groups(env):
     expected = sorted((k, s, m) for (k, _), (s, m) in acc.items())
     assert sorted(batch) == expected
     assert sorted(streaming) == expected
+
+
+def test_keyed_inputs_spill_to_disk_beyond_the_configured_bound(env):
+    def build(e):
+        return (stamped(e).connect(stamped(e, RATES)).key_by(lambda v: v[0], lambda v: v[0]).process(SumBoth())
+                .union(stamped(e).key_by(lambda v: v[0]).window(EventTimeSessionWindows.with_gap(25))
+                       .process(Describe())))
+
+    env.set_parallelism(PARALLELISM)
+    env.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    in_memory = collect(build(env))
+    conf = Configuration()
+    conf.set_string("rill.batch.sorted-inputs.max-records", "4")
+    spilling = StreamExecutionEnvironment.get_execution_environment(conf)
+    spilling.set_parallelism(PARALLELISM)
+    spilling.set_runtime_mode(RuntimeExecutionMode.BATCH)
+    assert sorted(collect(build(spilling)), key=repr) == sorted(in_memory, key=repr)
+    assert len(in_memory) == len(KEYS) + len(sessions(25))
