@@ -18,8 +18,9 @@ batch. Keys come in the order of their first record, or key group by key group a
 Differences from Flink, and why:
 
 - the held input of a non-keyed broadcast operator stays in memory (no spill);
-- the keyed state backend is the normal heap backend (Flink's BATCH backend keeps only the
-  current key's state): state of finished keys stays until the task ends;
+- the keyed state backend is the normal heap backend (Flink's BATCH backend holds only the
+  current key's state); a finished key's state is dropped after its timers fired, since the
+  key never comes back, so state is as bounded as Flink's;
 - of the two inputs of a keyed two-input operator, a key's records of input 1 come before
   its records of input 2 (each in timestamp order).
 
@@ -49,6 +50,8 @@ __all__ = [
     "in_timestamp_order",
     "DEFAULT_MAX_BUFFERED_RECORDS",
 ]
+
+_ABSENT = object()
 
 #: records a keyed BATCH input holds in memory before it spills to disk (per subtask)
 DEFAULT_MAX_BUFFERED_RECORDS = ExecutionOptions.SORTED_INPUTS_MAX_RECORDS.default
@@ -169,14 +172,23 @@ class _BatchWrapper(StreamOperator):
     def process_watermark_status(self, status) -> None:
         """Swallowed: a bounded BATCH input has no idleness."""
 
-    def _end_key(self) -> None:
-        """The current key's input is complete: its timers fire, event time first (through the
+    def _end_key(self, key: Any) -> None:
+        """``key``'s input is complete: its timers fire, event time first (through the
         operator's own watermark handling, which also flushes what it buffers), then
-        processing time; the watermark is back at the start of time for the next key."""
+        processing time; the watermark is back at the start of time for the next key, and the
+        key's state is dropped (it never comes back)."""
         self.operator.process_watermark(MAX_WATERMARK)
         timers = self.context.timer_service_manager
         if timers is not None:
             timers.fire_all_for_batch_key()
+        backend = self.context.keyed_state_backend
+        offset = backend.compute_key_group_offset(key)
+        for name in backend.get_registered_state_names():
+            by_namespace = backend.get_state_table(name).key_group_maps[offset]
+            emptied = [ns for ns, by_key in by_namespace.items()
+                       if by_key.pop(key, _ABSENT) is not _ABSENT and not by_key]
+            for ns in emptied:
+                del by_namespace[ns]
 
 
 class BatchKeyedOneInputOperator(_BatchWrapper, OneInputStreamOperator):
@@ -204,9 +216,9 @@ class BatchKeyedOneInputOperator(_BatchWrapper, OneInputStreamOperator):
 
     def end_input(self) -> None:
         op = self.operator
-        for _key, (values, timestamps) in self._buffer.drain():
+        for key, (values, timestamps) in self._buffer.drain():
             _feed(op.process_batch, op.process_element, values, timestamps)
-            self._end_key()
+            self._end_key(key)
         self._held.release()
         op.process_watermark(MAX_WATERMARK)
         op.end_input()
@@ -294,12 +306,12 @@ class BatchTwoInputOperator(_BatchWrapper, TwoInputStreamOperator):
         if not all(self._ended):
             return
         if self._key_of1 is not None:
-            for _key, (values1, timestamps1, values2, timestamps2) in self._buffer.drain():
+            for key, (values1, timestamps1, values2, timestamps2) in self._buffer.drain():
                 if values1:
                     _feed(op.process_batch1, op.process_element1, values1, timestamps1)
                 if values2:
                     _feed(op.process_batch2, op.process_element2, values2, timestamps2)
-                self._end_key()
+                self._end_key(key)
         self._held.release()
         op.process_watermark1(MAX_WATERMARK)
         op.process_watermark2(MAX_WATERMARK)

@@ -15,6 +15,7 @@ from rill.operators.batch_grouped_reduce import BatchGroupedReduceOperator
 from rill.operators.batch_keyed_input import BatchKeyedOneInputOperator, BatchTwoInputOperator, in_timestamp_order
 from rill.operators.process import KeyedProcessOperator
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness
+from rill.state import ValueStateDescriptor
 
 
 class Trace(KeyedProcessFunction):
@@ -149,3 +150,26 @@ def test_the_sort_buffer_needs_room_for_a_record():
     with pytest.raises(ValueError, match=r"^Operator 'P': the BATCH sort buffer must hold at least 1 record, "
                                          r"got max_records_in_memory=0$"):
         harness.open()
+
+
+class CountAtEnd(KeyedProcessFunction):
+    def open(self, ctx):
+        self.count = ctx.get_state(ValueStateDescriptor("count"))
+
+    def process_element(self, value, ctx):
+        self.count.update((self.count.value() or 0) + 1)
+        ctx.timer_service().register_event_time_timer(100)
+
+    def on_timer(self, timestamp, ctx):
+        yield ctx.get_current_key(), self.count.value()
+
+
+def test_a_finished_keys_state_is_dropped():
+    harness = KeyedOneInputStreamOperatorTestHarness(
+        BatchKeyedOneInputOperator(KeyedProcessOperator(CountAtEnd())), lambda v: v % 3)
+    with harness:
+        harness.process_batch(list(range(10)))
+        harness.end_input()
+        # as Flink's BATCH state backend, which holds the current key only
+        assert harness.num_keyed_state_entries() == 0
+    assert harness.extract_output_values() == [(0, 4), (1, 3), (2, 3)]
