@@ -14,7 +14,7 @@ from rill.datastream.functions import KeyedProcessFunction
 from rill.operators.batch_grouped_reduce import BatchGroupedReduceOperator
 from rill.operators.batch_keyed_input import BatchKeyedOneInputOperator, BatchTwoInputOperator, in_timestamp_order
 from rill.operators.process import KeyedProcessOperator
-from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness
+from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness, OneInputStreamOperatorTestHarness
 from rill.state import ValueStateDescriptor
 
 
@@ -101,7 +101,6 @@ def test_batch_grouped_reduce_emits_one_final_record_per_key():
 
 
 def test_batch_grouped_reduce_needs_a_keyed_stream():
-    from rill.operators.testing import OneInputStreamOperatorTestHarness  # noqa: PLC0415
     harness = OneInputStreamOperatorTestHarness(BatchGroupedReduceOperator(Concat()), task_name="Reduce")
     with pytest.raises(RuntimeError, match=r"^Operator 'Reduce' \(BatchGroupedReduceOperator\) needs a keyed stream: "
                                            r"key_by\(\) must come before reduce\(\)$"):
