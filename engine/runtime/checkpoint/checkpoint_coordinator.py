@@ -41,6 +41,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
+from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.graph.states import ExecutionState
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetrics, CheckpointOptions
@@ -80,9 +81,7 @@ def operators_of_job_graph(job_graph) -> List[OperatorInfo]:
 class CheckpointCoordinator:
     """
     :param job_id: the job (32 hex digits).
-    :param options: the job's checkpointing options (``interval_ms``, ``mode``,
-        ``timeout_ms``, ``min_pause_ms``, ``max_concurrent_checkpoints``,
-        ``tolerable_failed_checkpoints``, ``num_retained``, ``unaligned``).
+    :param options: the job's ``CheckpointingOptions`` (validated already).
     :param operators: every operator of the job (:func:`operators_of_job_graph`).
     :param tasks: what the coordinator triggers and waits for (:data:`TasksProvider`); a task
         has ``tdd`` (``attempt_id``, ``subtask_index``, ``input_gates``, ``task_name``) and
@@ -92,27 +91,18 @@ class CheckpointCoordinator:
     :param timer: runs the periodic trigger and the timeouts.
     :param fail_job: ``(exception) -> None``: fails the job (too many failed checkpoints).
     :raises NotImplementedError: for ``unaligned=True`` (FLIP-76 is not built).
-    :raises ValueError: for an interval, timeout or pause out of range.
     """
 
-    def __init__(self, job_id: str, options, operators: Sequence[OperatorInfo], tasks: TasksProvider,
+    def __init__(self, job_id: str, options: CheckpointingOptions, operators: Sequence[OperatorInfo], tasks: TasksProvider,
                  storage: CheckpointStorage, timer: CheckpointTimer,
                  fail_job: Callable[[BaseException], None]) -> None:
         if options.unaligned:
             raise NotImplementedError(
                 "Unaligned checkpoints (execution.checkpointing.unaligned.enabled, FLIP-76) are not built yet: "
                 "run with aligned checkpoints (the default) or AT_LEAST_ONCE")
-        if options.interval_ms < 1:
-            raise ValueError(f"The checkpoint interval must be >= 1 ms, got {options.interval_ms}")
-        if options.timeout_ms < 1:
-            raise ValueError(f"The checkpoint timeout must be >= 1 ms, got {options.timeout_ms}")
-        if options.min_pause_ms < 0:
-            raise ValueError(f"The minimum pause between checkpoints must be >= 0 ms, got {options.min_pause_ms}")
-        if options.max_concurrent_checkpoints < 1:
-            raise ValueError(f"max concurrent checkpoints must be >= 1, got {options.max_concurrent_checkpoints}")
         self.job_id = job_id
         self.options = options
-        self._alignment = (AlignmentType.ALIGNED if options.mode.name == "EXACTLY_ONCE"
+        self._alignment = (AlignmentType.ALIGNED if options.mode is CheckpointingMode.EXACTLY_ONCE
                            else AlignmentType.AT_LEAST_ONCE)
         self._operators = list(operators)
         self._tasks = tasks
