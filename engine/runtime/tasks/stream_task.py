@@ -213,7 +213,11 @@ class StreamTask:
         if complete:
             coordinator.notify_checkpoint_complete(checkpoint_id)
         else:
+            self._checkpoint_aborted(checkpoint_id)
             coordinator.notify_checkpoint_aborted(checkpoint_id)
+
+    def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Input side of an aborted checkpoint (a network task stops aligning on it)."""
 
     # -- input ------------------------------------------------------------------------------
     def init_input(self) -> None:
@@ -344,6 +348,10 @@ class _NetworkInputStreamTask(StreamTask):
         except BaseException as e:
             attribute_error(e, self._head_name)
             raise
+
+    def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        if self._barrier_handler is not None:
+            self._barrier_handler.on_checkpoint_aborted(checkpoint_id)
 
     def _barriers(self, alignment: AlignmentType) -> CheckpointBarrierHandler:
         handler = self._barrier_handler

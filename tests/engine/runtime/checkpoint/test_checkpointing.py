@@ -18,6 +18,7 @@ from rill.common.co_functions import KeyedCoProcessFunction
 from rill.common.functions import KeyedProcessFunction, MapFunction
 from rill.operators.checkpointed_function import CheckpointedFunction
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
+from rill.runtime.reporting import format_checkpoint_line, format_summary
 from rill.state import ListStateDescriptor, ValueStateDescriptor
 
 KEYS = 5
@@ -122,6 +123,13 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
         assert all(s.sync_checkpoint_duration_ms >= 0 and s.async_checkpoint_duration_ms >= 0
                    for s in c.subtask_stats)
         assert c.end_to_end_duration_ms >= max(s.end_to_end_duration_ms for s in c.subtask_stats)
+    latest = stats.latest_completed
+    assert format_checkpoint_line(stats) == (
+        f"Checkpoints: {total} completed, 0 failed, 0 in progress; latest #{total}: "
+        f"{latest.end_to_end_duration_ms} ms, {latest.state_size_bytes:,} bytes, "
+        f"sync {latest.sync_checkpoint_duration_ms:.1f} ms, async {latest.async_checkpoint_duration_ms:.1f} ms, "
+        f"alignment {latest.alignment_duration_ms:.1f} ms")
+    assert format_checkpoint_line(stats) in format_summary(client).split("\n")
     # both counting subtasks hear of completed checkpoints, in order; never of an aborted one
     lines = _log_lines(log)
     assert lines and all(line.startswith("complete ") for line in lines)
@@ -252,6 +260,43 @@ def test_failed_checkpoints_beyond_the_tolerable_number_fail_the_job(env, tmp_pa
     text = f"{info.value} {info.value.__cause__}"
     assert "Exceeded checkpoint tolerable failure threshold." in text
     assert client.get_checkpoint_stats().counts.number_of_failed_checkpoints == 1
+
+
+@pytest.mark.parametrize("min_pause_ms", [0, 150])
+def test_one_checkpoint_at_a_time_and_the_minimum_pause_between_them(env, min_pause_ms):
+    _configure(env, interval_ms=10, **{"execution.checkpointing.min-pause": f"{min_pause_ms} ms",
+                                       "execution.checkpointing.num-retained": 1000})
+    _counting_job(env, 600, 0.002)
+    client = env.execute_async("pauses")
+    client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    history = list(reversed(client.get_checkpoint_stats().history))  # oldest first
+    # the last one may have been triggered just before the source finished
+    assert all(c.status is CheckpointStatsStatus.COMPLETED or c.failure_message.startswith(
+        "Checkpoint was declined (task is closing)") for c in history)
+    completed = [c for c in history if c.status is CheckpointStatsStatus.COMPLETED]
+    assert len(completed) >= 3
+    for earlier, later in zip(completed, completed[1:]):
+        # ms clocks: trigger and completion times are rounded down to the ms (2 ms of slack)
+        assert later.trigger_timestamp + 2 >= earlier.trigger_timestamp + earlier.end_to_end_duration_ms + min_pause_ms
+
+
+class FailingSnapshot(Position):
+    def snapshot_state(self, context):
+        raise ValueError("cannot snapshot")
+
+
+def test_a_declined_checkpoint_counts_as_a_failure(env):
+    _configure(env, interval_ms=50)
+    (env.from_collection(list(range(300))).map(FailingSnapshot(0.002)).name("Declines")
+     .add_sink(lambda v: None))
+    client = env.execute_async("declines")
+    with pytest.raises(Exception) as info:
+        client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    assert "Exceeded checkpoint tolerable failure threshold." in f"{info.value} {info.value.__cause__}"
+    failed = client.get_checkpoint_stats().latest_failed
+    assert failed.checkpoint_id == 1
+    assert failed.failure_message.startswith("Checkpoint was declined. Source: Collection Source -> Declines -> Sink: Unnamed (1/1): "
+                                             "ValueError: cannot snapshot")
 
 
 class FailAfterSnapshot(Position):
