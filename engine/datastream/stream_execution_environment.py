@@ -159,6 +159,15 @@ class StreamExecutionEnvironment:
             config.set_checkpointing_mode(mode)
         return self
 
+    def get_checkpoint_interval(self) -> int:
+        """ms between checkpoints, or -1 while checkpointing is disabled (shorthand for
+        ``get_checkpoint_config().get_checkpoint_interval()``)."""
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        """Shorthand for ``get_checkpoint_config().get_checkpointing_mode()``."""
+        return self.get_checkpoint_config().get_checkpointing_mode()
+
     def get_checkpoint_config(self) -> CheckpointConfig:
         """The job's checkpointing settings, a view that reads and writes this environment's
         ``Configuration`` (Flink 2.x)."""

@@ -11,6 +11,7 @@ import pytest
 from rill.common import Configuration, JobExecutionResult, JobStatus
 from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.datastream import StreamExecutionEnvironment
+from rill.runtime.errors import JobExecutionException
 
 from _ds_helpers import collect, run, wait_until
 
@@ -322,3 +323,13 @@ def test_invalid_restart_strategy_fails_at_submission(env):
         env.execute_async("bad restart strategy")
     assert str(e.value) == ("Invalid restart-strategy.fixed-delay.* configuration: Maximum number of restart "
                             "attempts must be at least 0, got -2")
+
+
+def test_invalid_network_options_fail_the_deployment(env):
+    env.get_configuration().set_string("taskmanager.network.records-per-buffer", "0")
+    env.from_collection([1]).print()
+    # the JobMaster parses them (in the cluster's process in the cluster mode)
+    with pytest.raises(JobExecutionException) as e:
+        run(env, "bad network options")
+    assert str(e.value).endswith("failed during deployment: Invalid value 0 for "
+                                 "'taskmanager.network.records-per-buffer': a buffer holds at least one record")

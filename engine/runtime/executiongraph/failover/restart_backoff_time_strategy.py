@@ -131,7 +131,8 @@ class FailureRateRestartBackoffTimeStrategy(RestartBackoffTimeStrategy):
                  clock: Optional[Clock] = None):
         _require(max_failures_per_interval > 0, "Maximum number of restart attempts per time unit must be "
                                                 f"greater than 0, got {max_failures_per_interval}")
-        _require(failures_interval_ms > 0, f"Failures interval must be greater than 0 ms, got {failures_interval_ms} ms")
+        _require(failures_interval_ms > 0,
+                 f"Failures interval must be greater than 0 ms, got {failures_interval_ms} ms")
         _require(backoff_time_ms >= 0, f"Backoff time must be at least 0 ms, got {backoff_time_ms} ms")
         self.max_failures_per_interval = max_failures_per_interval
         self.failures_interval_ms = failures_interval_ms
@@ -261,7 +262,8 @@ def restart_backoff_time_strategy_from_configuration(conf: Configuration, checkp
     """
     name = get_str(conf, R.RESTART_STRATEGY)
     if name is None:
-        kind = RestartStrategyType.EXPONENTIAL_DELAY if checkpointing_enabled else RestartStrategyType.NO_RESTART_STRATEGY
+        kind = (RestartStrategyType.EXPONENTIAL_DELAY if checkpointing_enabled
+                else RestartStrategyType.NO_RESTART_STRATEGY)
     else:
         kind = RestartStrategyType.of(name)
     if kind is RestartStrategyType.NO_RESTART_STRATEGY:
