@@ -15,7 +15,7 @@ import pytest
 
 from rill.common.checkpointing_options import CheckpointingMode
 from rill.common.co_functions import KeyedCoProcessFunction
-from rill.common.functions import KeyedProcessFunction, MapFunction
+from rill.common.functions import CheckpointListener, KeyedProcessFunction, MapFunction
 from rill.operators.checkpointed_function import CheckpointedFunction
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
 from rill.runtime.reporting import format_checkpoint_line, format_summary
@@ -60,7 +60,7 @@ class Position(MapFunction, CheckpointedFunction):
         return value
 
 
-class Count(KeyedProcessFunction):
+class Count(KeyedProcessFunction, CheckpointListener):
     """Counts records per key; logs the checkpoint notifications it gets to ``log``."""
 
     def __init__(self, log: str = ""):
