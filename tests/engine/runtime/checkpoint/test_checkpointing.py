@@ -16,6 +16,7 @@ import pytest
 from rill.common.checkpointing_options import CheckpointingMode
 from rill.common.co_functions import KeyedCoProcessFunction
 from rill.common.functions import CheckpointListener, KeyedProcessFunction, MapFunction
+from rill.datastream.async_client import AsyncJobClient
 from rill.operators.checkpointed_function import CheckpointedFunction
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
 from rill.runtime.reporting import format_checkpoint_line, format_summary
@@ -416,3 +417,13 @@ def test_unaligned_checkpoints_are_refused_when_the_job_starts(env):
     _counting_job(env, 10, 0)
     with pytest.raises(Exception, match="Unaligned checkpoints .* are not built yet"):
         env.execute_async("unaligned").get_job_execution_result().result(RESULT_TIMEOUT_S)
+
+
+async def test_the_async_client_gives_the_checkpoint_stats(env):
+    _configure(env)
+    _counting_job(env, 300, 0.002)
+    client = await AsyncJobClient.execute(env, "async stats")
+    await client.get_job_execution_result()
+    stats = await client.get_checkpoint_stats()
+    assert stats == client.job_client.get_checkpoint_stats()
+    assert stats.counts.number_of_completed_checkpoints >= 1
