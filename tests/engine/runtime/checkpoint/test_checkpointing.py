@@ -21,6 +21,7 @@ from rill.operators.checkpointed_function import CheckpointedFunction
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
 from rill.runtime.reporting import format_checkpoint_line, format_summary
 from rill.state import ListStateDescriptor, ValueStateDescriptor
+from rill.state.checkpoint.storage import create_checkpoint_storage
 
 KEYS = 5
 RESULT_TIMEOUT_S = 120
@@ -427,3 +428,33 @@ async def test_the_async_client_gives_the_checkpoint_stats(env):
     stats = await client.get_checkpoint_stats()
     assert stats == client.job_client.get_checkpoint_stats()
     assert stats.counts.number_of_completed_checkpoints >= 1
+
+
+def test_checkpoints_in_a_directory_keep_the_retained_ones_and_read_back(env, tmp_path):
+    """With ``execution.checkpointing.dir`` the tasks write Parquet files in their own
+    processes and the JobMaster finalizes ``chk-<n>``; the newest ``num-retained`` stay, each
+    read back from its directory with the counts of the records before its barrier."""
+    directory = tmp_path / "checkpoints"
+    _configure(env, **{"execution.checkpointing.dir": str(directory), "execution.checkpointing.num-retained": 2})
+    _counting_job(env, 600, 0.002)
+    client = env.execute_async("checkpoints in files")
+    client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    stats = client.get_checkpoint_stats()
+    total = stats.counts.number_of_completed_checkpoints
+    assert total >= 3 and stats.counts.number_of_failed_checkpoints == 0
+    job_dir = directory / client.get_job_id()
+    assert sorted(p.name for p in job_dir.iterdir() if p.name.startswith("chk-")) == sorted(
+        [f"chk-{total - 1}", f"chk-{total}"])
+    assert stats.latest_completed.external_path.rstrip("/").endswith(f"chk-{total}")
+    assert stats.latest_completed.state_size_bytes > 0
+    for n in (total - 1, total):
+        metadata = create_checkpoint_storage(str(directory), client.get_job_id()).resolve_checkpoint(
+            str(job_dir / f"chk-{n}"))
+        assert metadata.checkpoint_id == n
+        ops = {op.name: op for op in metadata.operator_states.values()}
+        (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
+        counts = {}
+        for handle in ops["Count"].subtask_states.values():
+            for per_state in handle.read().keyed_state[0].key_groups.values():
+                counts.update((key, value) for key, _ns, value in per_state.get("count", ()))
+        assert counts == _prefix_counts(position), f"checkpoint {n} at position {position}"
