@@ -110,14 +110,17 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
     stats = client.get_checkpoint_stats()
     counts = stats.counts
     assert counts.number_of_completed_checkpoints >= 3
-    assert counts.number_of_failed_checkpoints == 0
     assert counts.number_of_in_progress_checkpoints == 0
-    assert counts.number_of_total_checkpoints == counts.number_of_completed_checkpoints
     total = counts.number_of_total_checkpoints
     assert [c.checkpoint_id for c in stats.history] == list(range(total, total - len(stats.history), -1))
-    assert stats.latest_completed.checkpoint_id == total
-    for c in stats.history:
-        assert c.status is CheckpointStatsStatus.COMPLETED
+    # only the last one may fail: triggered as the source finished (checkpoints after tasks
+    # finish, FLIP-147, are not built)
+    completed = [c for c in stats.history if c.status is CheckpointStatsStatus.COMPLETED]
+    assert completed == list(stats.history) or (
+        completed == list(stats.history[1:]) and counts.number_of_failed_checkpoints == 1
+        and stats.history[0].failure_message.startswith("Checkpoint was declined (task"))
+    assert stats.latest_completed.checkpoint_id == completed[0].checkpoint_id
+    for c in completed:
         assert c.number_of_subtasks == c.number_of_acknowledged_subtasks == 3  # source chain + 2 counters
         assert sorted((s.task_name, s.subtask_index) for s in c.subtask_stats) == [
             ("Count -> Sink: Unnamed", 0), ("Count -> Sink: Unnamed", 1),
@@ -127,16 +130,20 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
         assert c.end_to_end_duration_ms >= max(s.end_to_end_duration_ms for s in c.subtask_stats)
     latest = stats.latest_completed
     assert format_checkpoint_line(stats) == (
-        f"Checkpoints: {total} completed, 0 failed, 0 in progress; latest #{total}: "
+        f"Checkpoints: {counts.number_of_completed_checkpoints} completed, {counts.number_of_failed_checkpoints} "
+        f"failed, 0 in progress; latest #{latest.checkpoint_id}: "
         f"{latest.end_to_end_duration_ms} ms, {latest.state_size_bytes:,} bytes, "
         f"sync {latest.sync_checkpoint_duration_ms:.1f} ms, async {latest.async_checkpoint_duration_ms:.1f} ms, "
         f"alignment {latest.alignment_duration_ms:.1f} ms")
     assert format_checkpoint_line(stats) in format_summary(client).split("\n")
-    # both counting subtasks hear of completed checkpoints, in order; never of an aborted one
-    lines = _log_lines(log)
-    assert lines and all(line.startswith("complete ") for line in lines)
-    notified = [int(line.split()[1]) for line in lines]
-    assert set(notified) <= set(range(1, total + 1))
+    # the counting subtasks hear of completed checkpoints, and of an aborted one only as aborted
+    heard = {}
+    for line in _log_lines(log):
+        kind, cid = line.split()
+        heard.setdefault(kind, set()).add(int(cid))
+    failed = {c.checkpoint_id for c in stats.history if c.status is CheckpointStatsStatus.FAILED}
+    assert heard["complete"] and heard["complete"] <= set(range(1, total + 1)) - failed
+    assert heard.get("aborted", set()) <= failed
 
 
 @pytest.mark.embedded_only("reads the completed checkpoints in the JobMaster of this process")
@@ -440,14 +447,15 @@ def test_checkpoints_in_a_directory_keep_the_retained_ones_and_read_back(env, tm
     client = env.execute_async("checkpoints in files")
     client.get_job_execution_result().result(RESULT_TIMEOUT_S)
     stats = client.get_checkpoint_stats()
-    total = stats.counts.number_of_completed_checkpoints
-    assert total >= 3 and stats.counts.number_of_failed_checkpoints == 0
+    completed = [c.checkpoint_id for c in stats.history if c.status is CheckpointStatsStatus.COMPLETED]
+    assert len(completed) >= 3
     job_dir = directory / client.get_job_id()
+    # the two newest completed ones stay; an aborted one (the source finishing) left nothing
     assert sorted(p.name for p in job_dir.iterdir() if p.name.startswith("chk-")) == sorted(
-        [f"chk-{total - 1}", f"chk-{total}"])
-    assert stats.latest_completed.external_path.rstrip("/").endswith(f"chk-{total}")
+        f"chk-{n}" for n in completed[:2])
+    assert stats.latest_completed.external_path.rstrip("/").endswith(f"chk-{completed[0]}")
     assert stats.latest_completed.state_size_bytes > 0
-    for n in (total - 1, total):
+    for n in completed[:2]:
         metadata = create_checkpoint_storage(str(directory), client.get_job_id()).resolve_checkpoint(
             str(job_dir / f"chk-{n}"))
         assert metadata.checkpoint_id == n
