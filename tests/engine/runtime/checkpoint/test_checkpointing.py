@@ -128,6 +128,10 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
         assert all(s.sync_checkpoint_duration_ms >= 0 and s.async_checkpoint_duration_ms >= 0
                    for s in c.subtask_stats)
         assert c.end_to_end_duration_ms >= max(s.end_to_end_duration_ms for s in c.subtask_stats)
+    summary = stats.summary  # over every completed checkpoint, not only the history's
+    assert summary.end_to_end_duration_ms.count == counts.number_of_completed_checkpoints
+    assert summary.sync_checkpoint_duration_ms.count == 3 * counts.number_of_completed_checkpoints
+    assert summary.end_to_end_duration_ms.maximum >= max(c.end_to_end_duration_ms for c in completed)
     latest = stats.latest_completed
     assert format_checkpoint_line(stats) == (
         f"Checkpoints: {counts.number_of_completed_checkpoints} completed, {counts.number_of_failed_checkpoints} "
