@@ -13,31 +13,110 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Any, BinaryIO, Iterator, List, Optional, Sequence
 
-from rill.common.serialization import Encoder
+from rill.common.serialization import BulkWriterFactory, Encoder
 from rill.common.connector.source import Source, SourceReader, SourceSplit
+from rill.common.typeinfo import TypeInformation, Types
+from rill.operators.bulk_file_writer import BulkFileSinkWriter
 from rill.operators.file_sink import FileSinkWriter
 
 __all__ = [
     "StreamFormat",
+    "BulkFormat",
+    "FileEnumeratorProvider",
+    "FileSplitAssignerProvider",
     "FileSource",
     "FileSourceBuilder",
     "FileSink",
     "OutputFileConfig",
     "BucketAssigner",
     "RollingPolicy",
+    "OnCheckpointRollingPolicy",
 ]
 
 class StreamFormat:
-    """How a file's bytes become records (only text lines so far)."""
+    """How a file's bytes become records, read from a stream (Flink's ``StreamFormat``).
 
-    def __init__(self, charset: str):
-        self.charset = charset
+    Subclasses (the formats in :mod:`rill.datastream.formats`) implement :meth:`read_batches`;
+    a format that is not splittable reads each file whole, in one split.
+    ``StreamFormat.text_line_format`` is Flink's ``TextLineInputFormat``: splittable into byte
+    ranges, one ``str`` per line.
+    """
+
+    def is_splittable(self) -> bool:
+        return False
+
+    def read_batches(self, stream: BinaryIO, batch_size: int) -> Iterator[List[Any]]:
+        """Yield the records of one whole file, ``stream`` opened binary at its start, in lists of
+        at most ``batch_size``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement StreamFormat.read_batches")
+
+    def get_produced_type(self) -> TypeInformation:
+        return Types.PICKLED_BYTE_ARRAY()
 
     @staticmethod
     def text_line_format(charset_name: str = "UTF-8") -> "StreamFormat":
-        return StreamFormat(charset_name.lower())
+        """Lines of text decoded with ``charset_name``, without their line breaks.
+
+        :raises LookupError: for an unknown charset.
+        """
+        return _TextLineFormat(charset_name.lower())
+
+
+class _TextLineFormat(StreamFormat):
+    def __init__(self, charset: str):
+        "".encode(charset)
+        self.charset = charset
+
+    def is_splittable(self) -> bool:
+        return True
+
+    def get_produced_type(self) -> TypeInformation:
+        return Types.STRING()
+
+
+class BulkFormat:
+    """Reads a whole file in batches, by path (Flink's ``BulkFormat``, for formats that need
+    random access such as ORC and Parquet). Subclasses implement :meth:`read_batches`."""
+
+    def read_batches(self, path: str, batch_size: int) -> Iterator[List[Any]]:
+        """Yield the records of the file at ``path`` in lists of at most ``batch_size``."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement BulkFormat.read_batches")
+
+    def get_produced_type(self) -> TypeInformation:
+        return Types.PICKLED_BYTE_ARRAY()
+
+
+class FileEnumeratorProvider:
+    """Which files a ``FileSource`` reads and how it cuts them into splits (Flink's
+    ``FileEnumerator.Provider``). Both of Flink's defaults list every non-hidden file under
+    the paths, recursively; they differ in whether a file is cut into byte-range splits (only
+    formats that can start reading mid-file, such as text lines, are)."""
+
+    def __init__(self, splittable: bool):
+        self.splittable = splittable
+
+    @staticmethod
+    def default_splittable_file_enumerator() -> "FileEnumeratorProvider":
+        """Files cut into splits of at most the source's split size, where the format allows."""
+        return FileEnumeratorProvider(True)
+
+    @staticmethod
+    def default_non_splittable_file_enumerator() -> "FileEnumeratorProvider":
+        """One split per file."""
+        return FileEnumeratorProvider(False)
+
+
+class FileSplitAssignerProvider:
+    """How a ``FileSource`` hands splits to the readers that ask (Flink's
+    ``FileSplitAssigner.Provider``). Flink's default, ``LocalityAwareSplitAssigner``, prefers
+    splits whose blocks are on the reader's host; Rill reads local or shared files, every host
+    is equally near, so it assigns in order, first come first served."""
+
+    @staticmethod
+    def locality_aware_split_assigner() -> "FileSplitAssignerProvider":
+        return FileSplitAssignerProvider()
 
 
 @dataclass(frozen=True)
@@ -90,30 +169,66 @@ class _TextLineReader(SourceReader):
             yield batch
 
 
+class _FormatReader(SourceReader):
+    """Reads whole files through a non-splittable :class:`StreamFormat` or a :class:`BulkFormat`;
+    progress is counted in bytes, a file's bytes once it has been read."""
+
+    def __init__(self, fmt):
+        self.fmt = fmt
+
+    def read(self, split: FileSourceSplit) -> Iterator[List[Any]]:
+        if isinstance(self.fmt, BulkFormat):
+            yield from self.fmt.read_batches(split.path, self.batch_size)
+        else:
+            with open(split.path, "rb") as stream:
+                yield from self.fmt.read_batches(stream, self.batch_size)
+        self.progress_units += split.length
+
+
 class FileSource(Source):
-    """Text lines of files or of all files (non-hidden, recursively) under directories.
+    """Records of files, or of all files (non-hidden, recursively) under directories, read
+    through a :class:`StreamFormat` or a :class:`BulkFormat` (Flink's ``FileSource``).
 
     :param paths: files or directories; missing paths raise ``FileNotFoundError`` when the
         job graph is built (on ``from_source``), naming the path. Relative paths are made
         absolute here, against the working directory of the program that builds the job, so
         they mean the same file on a cluster whose processes run elsewhere.
-    :param split_size_bytes: maximum bytes per split (default 4 MiB).
+    :param stream_format: a :class:`StreamFormat` or a :class:`BulkFormat`.
+    :param split_size_bytes: maximum bytes per split of a splittable format (default 4 MiB).
+    :param file_enumerator: a non-splittable enumerator reads every file in one split.
+    :raises TypeError: for a format that is neither a StreamFormat nor a BulkFormat.
+    :raises ValueError: for a split size below 1 byte.
     """
 
     progress_units_are_bytes = True
 
-    def __init__(self, paths: Sequence[str], stream_format: StreamFormat, split_size_bytes: int = 4 << 20):
+    def __init__(self, paths: Sequence[str], stream_format, split_size_bytes: int = 4 << 20,
+                 file_enumerator: Optional[FileEnumeratorProvider] = None):
         if split_size_bytes < 1:
             raise ValueError(f"FileSource: split size must be >= 1 byte, got {split_size_bytes}")
+        if not isinstance(stream_format, (StreamFormat, BulkFormat)):
+            raise TypeError(f"FileSource: expected a StreamFormat or BulkFormat, got {type(stream_format).__name__}")
         self._given = [str(p) for p in paths]
         self.paths = [os.path.abspath(p) for p in self._given]
         self.stream_format = stream_format
         self.split_size_bytes = split_size_bytes
+        enumerator = file_enumerator or FileEnumeratorProvider.default_splittable_file_enumerator()
+        self.splittable = (enumerator.splittable and isinstance(stream_format, StreamFormat)
+                           and stream_format.is_splittable())
         self._files = self._list_files()
 
     @staticmethod
     def for_record_stream_format(stream_format: StreamFormat, *paths: str) -> "FileSourceBuilder":
+        """A builder of a source reading ``paths`` through ``stream_format``."""
         return FileSourceBuilder(stream_format, list(paths))
+
+    @staticmethod
+    def for_bulk_file_format(bulk_format: BulkFormat, *paths: str) -> "FileSourceBuilder":
+        """A builder of a source reading ``paths`` through ``bulk_format``."""
+        return FileSourceBuilder(bulk_format, list(paths))
+
+    def get_produced_type(self) -> TypeInformation:
+        return self.stream_format.get_produced_type()
 
     def _list_files(self) -> List[str]:
         files: List[str] = []
@@ -136,13 +251,18 @@ class FileSource(Source):
             size = os.path.getsize(f)
             if size == 0:
                 continue
+            if not self.splittable:
+                splits.append(FileSourceSplit(f, 0, size))
+                continue
             piece = max(1, min(self.split_size_bytes, -(-size // parallelism)))
             for off in range(0, size, piece):
                 splits.append(FileSourceSplit(f, off, min(piece, size - off)))
         return splits
 
     def create_reader(self) -> SourceReader:
-        return _TextLineReader(self.stream_format.charset)
+        if isinstance(self.stream_format, _TextLineFormat):
+            return _TextLineReader(self.stream_format.charset)
+        return _FormatReader(self.stream_format)
 
     def estimated_total_units(self) -> Optional[int]:
         return sum(os.path.getsize(f) for f in self._files)
@@ -151,17 +271,41 @@ class FileSource(Source):
 class FileSourceBuilder:
     """Builds a :class:`FileSource` (PyFlink's ``FileSource.for_record_stream_format(...)``)."""
 
-    def __init__(self, stream_format: StreamFormat, paths: List[str]):
+    def __init__(self, stream_format, paths: List[str]):
         self._format = stream_format
         self._paths = paths
         self._split_size = 4 << 20
+        self._enumerator: Optional[FileEnumeratorProvider] = None
 
     def set_split_size(self, split_size_bytes: int) -> "FileSourceBuilder":
         self._split_size = split_size_bytes
         return self
 
+    def set_file_enumerator(self, file_enumerator: FileEnumeratorProvider) -> "FileSourceBuilder":
+        """:raises TypeError: for anything but a :class:`FileEnumeratorProvider`."""
+        if not isinstance(file_enumerator, FileEnumeratorProvider):
+            raise TypeError(f"FileSource: set_file_enumerator expects a FileEnumeratorProvider, "
+                            f"got {type(file_enumerator).__name__}")
+        self._enumerator = file_enumerator
+        return self
+
+    def set_split_assigner(self, split_assigner: FileSplitAssignerProvider) -> "FileSourceBuilder":
+        """:raises TypeError: for anything but a :class:`FileSplitAssignerProvider`."""
+        if not isinstance(split_assigner, FileSplitAssignerProvider):
+            raise TypeError(f"FileSource: set_split_assigner expects a FileSplitAssignerProvider, "
+                            f"got {type(split_assigner).__name__}")
+        return self
+
+    def process_static_file_set(self) -> "FileSourceBuilder":
+        """Read the files present when the job starts, then end (the default; bounded)."""
+        return self
+
+    def monitor_continuously(self, discovery_interval) -> "FileSourceBuilder":
+        raise NotImplementedError("FileSource.monitor_continuously is not implemented: Rill's FileSource "
+                                  "reads the files present at job start (process_static_file_set)")
+
     def build(self) -> FileSource:
-        return FileSource(self._paths, self._format, self._split_size)
+        return FileSource(self._paths, self._format, self._split_size, self._enumerator)
 
 
 @dataclass(frozen=True)
@@ -228,6 +372,20 @@ class RollingPolicy:
                                inactivity_interval: int = 60_000) -> "RollingPolicy":
         return RollingPolicy(part_size)
 
+    @staticmethod
+    def on_checkpoint_rolling_policy() -> "OnCheckpointRollingPolicy":
+        """Roll only when the sink commits (Flink's ``OnCheckpointRollingPolicy``, the only policy
+        of bulk formats, whose files cannot be cut mid-way)."""
+        return OnCheckpointRollingPolicy()
+
+
+class OnCheckpointRollingPolicy(RollingPolicy):
+    """A part file is closed only when the sink commits (on a checkpoint in Flink; at the end of
+    a subtask's input in Rill until checkpoints commit files)."""
+
+    def __init__(self):
+        super().__init__(part_size_bytes=1 << 62)
+
 
 class FileSink:
     """Row-format file sink: ``encoder.encode(record)`` per record, into
@@ -254,8 +412,32 @@ class FileSink:
     def for_row_format(base_path: str, encoder: Encoder) -> "_RowFormatBuilder":
         return _RowFormatBuilder(base_path, encoder)
 
+    @staticmethod
+    def for_bulk_format(base_path: str, writer_factory: BulkWriterFactory) -> "_BulkFormatBuilder":
+        """A builder of a sink writing part files through ``writer_factory`` (CSV, Avro, ORC:
+        :mod:`rill.datastream.formats`).
+
+        :raises TypeError: if ``writer_factory`` is not a ``BulkWriterFactory``.
+        """
+        if not isinstance(writer_factory, BulkWriterFactory):
+            raise TypeError(f"FileSink.for_bulk_format expects a BulkWriterFactory, got {type(writer_factory).__name__}")
+        return _BulkFormatBuilder(base_path, writer_factory)
+
     def create_writer(self) -> FileSinkWriter:
         return FileSinkWriter(self)
+
+
+class _BulkFormatFileSink(FileSink):
+    """A FileSink whose parts are written by a :class:`BulkWriter` (one per part file), rolled
+    only on commit (Flink's bulk-format ``FileSink``)."""
+
+    def __init__(self, base_path: str, writer_factory: BulkWriterFactory, output_file_config: OutputFileConfig,
+                 bucket_assigner: BucketAssigner, rolling_policy: RollingPolicy):
+        super().__init__(base_path, None, output_file_config, bucket_assigner, rolling_policy)
+        self.writer_factory = writer_factory
+
+    def create_writer(self) -> BulkFileSinkWriter:
+        return BulkFileSinkWriter(self)
 
 
 class _RowFormatBuilder:
@@ -280,3 +462,32 @@ class _RowFormatBuilder:
 
     def build(self) -> FileSink:
         return FileSink(self._base, self._encoder, self._ofc, self._assigner, self._rolling)
+
+
+class _BulkFormatBuilder:
+    def __init__(self, base_path: str, writer_factory: BulkWriterFactory):
+        self._base = base_path
+        self._factory = writer_factory
+        self._ofc = OutputFileConfig()
+        self._assigner = BucketAssigner.date_time_bucket_assigner()
+        self._rolling: RollingPolicy = OnCheckpointRollingPolicy()
+
+    def with_output_file_config(self, config: OutputFileConfig) -> "_BulkFormatBuilder":
+        self._ofc = config
+        return self
+
+    def with_bucket_assigner(self, assigner: BucketAssigner) -> "_BulkFormatBuilder":
+        self._assigner = assigner
+        return self
+
+    def with_rolling_policy(self, policy: OnCheckpointRollingPolicy) -> "_BulkFormatBuilder":
+        """:raises TypeError: for any policy but ``OnCheckpointRollingPolicy`` (as Flink: bulk
+        part files cannot roll on size or time)."""
+        if not isinstance(policy, OnCheckpointRollingPolicy):
+            raise TypeError(f"FileSink.for_bulk_format: bulk formats roll only on checkpoints, "
+                            f"use RollingPolicy.on_checkpoint_rolling_policy(), got {type(policy).__name__}")
+        self._rolling = policy
+        return self
+
+    def build(self) -> FileSink:
+        return _BulkFormatFileSink(self._base, self._factory, self._ofc, self._assigner, self._rolling)
