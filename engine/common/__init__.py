@@ -10,6 +10,8 @@ from typing import Any
 _EXPORTS = {
     "Configuration": "rill.common.configuration",
     "ConfigOptions": "rill.common.configuration",
+    "ByteArraySchema": "rill.common.serialization",
+    "DeserializationSchema": "rill.common.serialization",
     "Duration": "rill.common.time",
     "Encoder": "rill.common.serialization",
     "ExecutionConfig": "rill.common.execution_config",
@@ -17,6 +19,7 @@ _EXPORTS = {
     "JobExecutionResult": "rill.common.job_execution_result",
     "JobStatus": "rill.graph.states",
     "Row": "rill.common.row",
+    "SerializationSchema": "rill.common.serialization",
     "RowKind": "rill.common.row",
     "SimpleStringSchema": "rill.common.serialization",
     "Time": "rill.common.time",
