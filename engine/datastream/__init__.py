@@ -41,6 +41,8 @@ _EXPORTS = {
     "ReduceFunction": "rill.common.functions",
     "RuntimeContext": "rill.common.functions",
     "SinkFunction": "rill.common.functions",
+    "SlotSharingGroup": "rill.common.slot_sharing_group",
+    "MemorySize": "rill.common.memory_size",
     "SourceFunction": "rill.common.functions",
     "TimerService": "rill.common.functions",
     "OutputTag": "rill.datastream.output_tag",

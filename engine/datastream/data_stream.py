@@ -24,6 +24,7 @@ from rill.graph.transformations import (
 )
 from rill.network import partitioner as P
 from rill import operators as ops
+from rill.common.slot_sharing_group import SlotSharingGroup
 from rill.common.watermark_strategy import WatermarkStrategy
 from rill.operators.collect_sink import CollectSinkOperator, register_channel, release_channel
 from rill.operators.file_sink import FileSinkOperator
@@ -90,11 +91,23 @@ class _OperatorSettings:
         self._physical("The max parallelism").set_max_parallelism(max_parallelism)
         return self
 
-    def slot_sharing_group(self, slot_sharing_group: str) -> "DataStream":
-        name = getattr(slot_sharing_group, "name", slot_sharing_group)
+    def slot_sharing_group(self, slot_sharing_group: Union[str, SlotSharingGroup]) -> "DataStream":
+        """Put this operator in the slot sharing group of that name (Flink's ``slotSharingGroup``);
+        a :class:`SlotSharingGroup` with resources also registers them for its name in the
+        StreamGraph and JobGraph (``slot_sharing_group_resources``).
+
+        :raises ValueError: for an empty or non-string name.
+        """
+        resources = None
+        if isinstance(slot_sharing_group, SlotSharingGroup):
+            name, resources = slot_sharing_group.get_name(), slot_sharing_group.resource_spec
+        else:
+            name = slot_sharing_group
         if not isinstance(name, str) or not name:
             raise ValueError(f"A slot sharing group must be a non-empty string, got {slot_sharing_group!r}")
-        self._physical("A slot sharing group").slot_sharing_group = name
+        t = self._physical("A slot sharing group")
+        t.slot_sharing_group = name
+        t.slot_sharing_group_resources = resources
         return self
 
     def start_new_chain(self) -> "DataStream":
