@@ -8,6 +8,13 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "CompletableFuture": "rill.common.completable_future",
+    "ConfigOption": "rill.common.configuration",
+    "InputDependencyConstraint": "rill.common.input_dependency_constraint",
+    "Instant": "rill.common.time",
+    "JobClient": "rill.runtime.job_client",
+    "JobID": "rill.graph.job_graph",
+    "TypeSerializer": "rill.common.serializer",
     "Configuration": "rill.common.configuration",
     "ConfigOptions": "rill.common.configuration",
     "ByteArraySchema": "rill.common.serialization",

@@ -135,6 +135,7 @@ class Types:
     SQL_DATE = staticmethod(_basic("SQL_DATE", object))
     SQL_TIME = staticmethod(_basic("SQL_TIME", object))
     SQL_TIMESTAMP = staticmethod(_basic("SQL_TIMESTAMP", object))
+    INSTANT = staticmethod(_basic("INSTANT", object))
     PRIMITIVE_ARRAY = staticmethod(lambda element_type: ListTypeInfo(element_type))
     BASIC_ARRAY = staticmethod(lambda element_type: ListTypeInfo(element_type))
     PICKLED_BYTE_ARRAY = staticmethod(lambda: PickledBytesTypeInfo())

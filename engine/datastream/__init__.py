@@ -8,6 +8,14 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "Window": "rill.operators.windowing",
+    "TimeWindow": "rill.operators.windowing",
+    "CountWindow": "rill.operators.windowing",
+    "GlobalWindow": "rill.operators.windowing",
+    "WindowAssigner": "rill.operators.windowing",
+    "MergingWindowAssigner": "rill.operators.windowing",
+    "TriggerResult": "rill.operators.windowing",
+    "Trigger": "rill.operators.windowing",
     "AsyncDataStream": "rill.datastream.async_data_stream",
     "AsyncJobClient": "rill.datastream.async_client",
     "AsyncFunction": "rill.datastream.async_functions",

@@ -9,6 +9,7 @@ return the stream, as in PyFlink.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Union
 
 from rill.datastream import functions as F
@@ -25,6 +26,7 @@ from rill.graph.transformations import (
 from rill.network import partitioner as P
 from rill import operators as ops
 from rill.common.slot_sharing_group import SlotSharingGroup
+from rill.datastream.connectors.base import Sink
 from rill.common.watermark_strategy import WatermarkStrategy
 from rill.operators.collect_sink import CollectSinkOperator, register_channel, release_channel
 from rill.operators.file_sink import FileSinkOperator
@@ -38,7 +40,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from rill.datastream.stream_execution_environment import StreamExecutionEnvironment
     from rill.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
-__all__ = ["DataStream", "KeyedStream", "DataStreamSink", "CloseableIterator"]
+__all__ = ["DataStream", "KeyedStream", "DataStreamSink", "CloseableIterator", "ConnectedStreams",
+           "BroadcastStream", "BroadcastConnectedStream", "WindowedStream"]
+
+#: PyFlink's ``pyflink.datastream.data_stream`` also holds these; Rill defines them in modules
+#: that import this one, so they are resolved on first access (PEP 562)
+_DEFINED_ELSEWHERE = {
+    "ConnectedStreams": "rill.datastream.connected_streams",
+    "BroadcastStream": "rill.datastream.connected_streams",
+    "BroadcastConnectedStream": "rill.datastream.connected_streams",
+    "WindowedStream": "rill.datastream.windowed_stream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEFINED_ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rill.datastream.data_stream' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 class _OperatorSettings:
@@ -327,14 +348,20 @@ class DataStream(_OperatorSettings):
         return self._sink("Unnamed", ops.StreamSink(fn))
 
     def sink_to(self, sink) -> "DataStreamSink":
-        """Write to a sink object: ``FileSink`` or ``CollectSink``."""
+        """Write to a sink object: a ``Sink`` (``FileSink`` or your own; its writers commit when
+        their input ends) or a ``CollectSink``.
+
+        :raises TypeError: for anything else.
+        """
         from rill.datastream.connectors.collect import CollectSink  # noqa: PLC0415
         from rill.datastream.connectors.file_system import FileSink  # noqa: PLC0415
         if isinstance(sink, FileSink):
             return self._sink("FileSink", FileSinkOperator(sink))
+        if isinstance(sink, Sink):
+            return self._sink("Sink", FileSinkOperator(sink))
         if isinstance(sink, CollectSink):
             return self._sink("CollectSink", CollectSinkOperator(sink.channel_id))
-        raise TypeError(f"DataStream.sink_to expects a FileSink or CollectSink, got {type(sink).__name__}")
+        raise TypeError(f"DataStream.sink_to expects a Sink (e.g. FileSink) or CollectSink, got {type(sink).__name__}")
 
     def execute_and_collect(self, job_execution_name: Optional[str] = None,
                             limit: Optional[int] = None) -> Union["CloseableIterator", List[Any]]:

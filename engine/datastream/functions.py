@@ -7,6 +7,7 @@ because the operators that call them are a lower layer (see ``tests/test_layerin
 """
 
 from rill.common.co_functions import (
+    BaseBroadcastProcessFunction,
     BroadcastProcessFunction,
     CoFlatMapFunction,
     CoMapFunction,
@@ -42,6 +43,7 @@ from rill.operators.windowing.window_functions import (
 )
 
 __all__ = [
+    "BaseBroadcastProcessFunction",
     "Function",
     "MapFunction",
     "FlatMapFunction",

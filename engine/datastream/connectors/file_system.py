@@ -18,6 +18,7 @@ from typing import Any, BinaryIO, Iterator, List, Optional, Sequence
 from rill.common.serialization import BulkWriterFactory, Encoder
 from rill.common.connector.source import Source, SourceReader, SourceSplit
 from rill.common.typeinfo import TypeInformation, Types
+from rill.datastream.connectors.base import Sink
 from rill.operators.bulk_file_writer import BulkFileSinkWriter
 from rill.operators.file_sink import FileSinkWriter
 
@@ -387,7 +388,7 @@ class OnCheckpointRollingPolicy(RollingPolicy):
         super().__init__(part_size_bytes=1 << 62)
 
 
-class FileSink:
+class FileSink(Sink):
     """Row-format file sink: ``encoder.encode(record)`` per record, into
     ``<base>/<bucket>/<prefix>-<uuid>-<subtask>-<n><suffix>``.
 
