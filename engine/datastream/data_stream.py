@@ -344,6 +344,10 @@ class DataStream(_OperatorSettings):
         return self._sink("Print to Std. Out", PrintSinkOperator(sink_identifier))
 
     def add_sink(self, sink_func: Union[Callable[[Any], None], F.SinkFunction]) -> "DataStreamSink":
+        """A sink calling ``sink_func`` per record (a ``SinkFunction`` or a callable), or a
+        ``StreamingFileSink`` (Flink's legacy file sink, written as ``FileSink`` writes)."""
+        if isinstance(sink_func, Sink):
+            return self._sink("Unnamed", FileSinkOperator(sink_func))
         fn = F.wrap(sink_func, F.SinkFunction, "DataStream.add_sink")
         return self._sink("Unnamed", ops.StreamSink(fn))
 

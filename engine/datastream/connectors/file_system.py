@@ -13,12 +13,13 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator, List, Optional, Sequence
+from typing import Any, BinaryIO, Iterator, List, Optional, Sequence, Tuple
 
 from rill.common.serialization import BulkWriterFactory, Encoder
 from rill.common.connector.source import Source, SourceReader, SourceSplit
 from rill.common.typeinfo import TypeInformation, Types
-from rill.datastream.connectors.base import Sink
+from rill.datastream.connectors.base import Sink, SinkWriter
+from rill.datastream.connectors.file_compaction import CompactingFileSinkWriter, FileCompactor, FileCompactStrategy
 from rill.operators.bulk_file_writer import BulkFileSinkWriter
 from rill.operators.file_sink import FileSinkWriter
 
@@ -34,6 +35,9 @@ __all__ = [
     "BucketAssigner",
     "RollingPolicy",
     "OnCheckpointRollingPolicy",
+    "FileCompactStrategy",
+    "FileCompactor",
+    "StreamingFileSink",
 ]
 
 class StreamFormat:
@@ -424,7 +428,16 @@ class FileSink(Sink):
             raise TypeError(f"FileSink.for_bulk_format expects a BulkWriterFactory, got {type(writer_factory).__name__}")
         return _BulkFormatBuilder(base_path, writer_factory)
 
-    def create_writer(self) -> FileSinkWriter:
+    #: ``(FileCompactStrategy, FileCompactor)`` when the builder enabled compaction
+    compaction: Optional[Tuple[FileCompactStrategy, FileCompactor]] = None
+
+    def create_writer(self) -> SinkWriter:
+        writer = self._create_part_writer()
+        if self.compaction is None:
+            return writer
+        return CompactingFileSinkWriter(writer, *self.compaction)
+
+    def _create_part_writer(self) -> FileSinkWriter:
         return FileSinkWriter(self)
 
 
@@ -437,49 +450,69 @@ class _BulkFormatFileSink(FileSink):
         super().__init__(base_path, None, output_file_config, bucket_assigner, rolling_policy)
         self.writer_factory = writer_factory
 
-    def create_writer(self) -> BulkFileSinkWriter:
+    def _create_part_writer(self) -> BulkFileSinkWriter:
         return BulkFileSinkWriter(self)
 
 
-class _RowFormatBuilder:
-    def __init__(self, base_path: str, encoder: Encoder):
+class _BaseBuilder:
+    """Settings shared by the row- and bulk-format builders (PyFlink's ``FileSink.BaseBuilder``)."""
+
+    def __init__(self, base_path: str):
         self._base = base_path
-        self._encoder = encoder
         self._ofc = OutputFileConfig()
         self._assigner = BucketAssigner.date_time_bucket_assigner()
-        self._rolling = RollingPolicy()
+        self._compaction: Optional[Tuple[FileCompactStrategy, FileCompactor]] = None
 
-    def with_output_file_config(self, config: OutputFileConfig) -> "_RowFormatBuilder":
+    def with_output_file_config(self, config: OutputFileConfig):
         self._ofc = config
         return self
 
-    def with_bucket_assigner(self, assigner: BucketAssigner) -> "_RowFormatBuilder":
+    def with_bucket_assigner(self, assigner: BucketAssigner):
         self._assigner = assigner
         return self
+
+    def enable_compact(self, strategy: FileCompactStrategy, compactor: FileCompactor):
+        """Compact the committed part files (see :mod:`rill.datastream.connectors.file_compaction`).
+
+        :raises TypeError: for anything but a ``FileCompactStrategy`` and a ``FileCompactor``.
+        """
+        if not isinstance(strategy, FileCompactStrategy) or not isinstance(compactor, FileCompactor):
+            raise TypeError(f"FileSink.enable_compact expects a FileCompactStrategy and a FileCompactor, "
+                            f"got {type(strategy).__name__} and {type(compactor).__name__}")
+        self._compaction = (strategy, compactor)
+        return self
+
+    def disable_compact(self):
+        self._compaction = None
+        return self
+
+    def _with_compaction(self, sink: FileSink) -> FileSink:
+        sink.compaction = self._compaction
+        return sink
+
+
+class _RowFormatBuilder(_BaseBuilder):
+    def __init__(self, base_path: str, encoder: Encoder, sink_class: type = None):
+        super().__init__(base_path)
+        self._encoder = encoder
+        self._rolling = RollingPolicy()
+        self._sink_class = sink_class or FileSink
 
     def with_rolling_policy(self, policy: RollingPolicy) -> "_RowFormatBuilder":
         self._rolling = policy
         return self
 
     def build(self) -> FileSink:
-        return FileSink(self._base, self._encoder, self._ofc, self._assigner, self._rolling)
+        return self._with_compaction(
+            self._sink_class(self._base, self._encoder, self._ofc, self._assigner, self._rolling))
 
 
-class _BulkFormatBuilder:
-    def __init__(self, base_path: str, writer_factory: BulkWriterFactory):
-        self._base = base_path
+class _BulkFormatBuilder(_BaseBuilder):
+    def __init__(self, base_path: str, writer_factory: BulkWriterFactory, sink_class: type = None):
+        super().__init__(base_path)
         self._factory = writer_factory
-        self._ofc = OutputFileConfig()
-        self._assigner = BucketAssigner.date_time_bucket_assigner()
         self._rolling: RollingPolicy = OnCheckpointRollingPolicy()
-
-    def with_output_file_config(self, config: OutputFileConfig) -> "_BulkFormatBuilder":
-        self._ofc = config
-        return self
-
-    def with_bucket_assigner(self, assigner: BucketAssigner) -> "_BulkFormatBuilder":
-        self._assigner = assigner
-        return self
+        self._sink_class = sink_class or _BulkFormatFileSink
 
     def with_rolling_policy(self, policy: OnCheckpointRollingPolicy) -> "_BulkFormatBuilder":
         """:raises TypeError: for any policy but ``OnCheckpointRollingPolicy`` (as Flink: bulk
@@ -491,4 +524,28 @@ class _BulkFormatBuilder:
         return self
 
     def build(self) -> FileSink:
-        return _BulkFormatFileSink(self._base, self._factory, self._ofc, self._assigner, self._rolling)
+        return self._with_compaction(
+            self._sink_class(self._base, self._factory, self._ofc, self._assigner, self._rolling))
+
+
+class StreamingFileSink(FileSink):
+    """The legacy file sink for ``DataStream.add_sink`` (Flink's ``StreamingFileSink``, which
+    ``FileSink`` replaces): the same part files, buckets, rolling and commit as ``FileSink``,
+    built with ``StreamingFileSink.for_row_format(path, encoder)`` or
+    ``.for_bulk_format(path, writer_factory)``."""
+
+    @staticmethod
+    def for_row_format(base_path: str, encoder: Encoder) -> "_RowFormatBuilder":
+        return _RowFormatBuilder(base_path, encoder, StreamingFileSink)
+
+    @staticmethod
+    def for_bulk_format(base_path: str, writer_factory: BulkWriterFactory) -> "_BulkFormatBuilder":
+        """:raises TypeError: if ``writer_factory`` is not a ``BulkWriterFactory``."""
+        if not isinstance(writer_factory, BulkWriterFactory):
+            raise TypeError(f"StreamingFileSink.for_bulk_format expects a BulkWriterFactory, "
+                            f"got {type(writer_factory).__name__}")
+        return _BulkFormatBuilder(base_path, writer_factory, _BulkFormatStreamingFileSink)
+
+
+class _BulkFormatStreamingFileSink(StreamingFileSink, _BulkFormatFileSink):
+    pass

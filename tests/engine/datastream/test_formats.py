@@ -17,11 +17,13 @@ import pyarrow.orc as pa_orc
 import pytest
 
 from _ds_helpers import collect, run
-from rill.common import Configuration, Row, Types, WatermarkStrategy
+from rill.common import Configuration, Encoder, Row, Types, WatermarkStrategy
 from rill.common.serialization import BulkWriter, BulkWriterFactory, SimpleStringSchema
 from rill.datastream.connectors.file_system import (
     BucketAssigner,
     BulkFormat,
+    FileCompactor,
+    FileCompactStrategy,
     FileEnumeratorProvider,
     FileSink,
     FileSource,
@@ -29,6 +31,7 @@ from rill.datastream.connectors.file_system import (
     OutputFileConfig,
     RollingPolicy,
     StreamFormat,
+    StreamingFileSink,
 )
 from rill.datastream.formats.avro import (
     AvroBulkWriters,
@@ -334,3 +337,64 @@ def test_failed_bulk_sink_leaves_no_finished_part(env, tmp_path):
     with pytest.raises(JobExecutionException):
         run(env)
     assert part_files(out) == []
+
+
+# -- compaction and the legacy StreamingFileSink ----------------------------------------------
+
+def row_sink(out: Path, part_size: int, strategy=None, compactor=None, builder=FileSink.for_row_format):
+    b = (builder(str(out), Encoder.simple_string_encoder())
+         .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner())
+         .with_rolling_policy(RollingPolicy.default_rolling_policy(part_size=part_size)))
+    if strategy is not None:
+        b = b.enable_compact(strategy, compactor)
+    return b.build()
+
+
+def test_compaction_concatenates_the_committed_parts_of_a_bucket(env, tmp_path):
+    out = tmp_path / "out"
+    strategy = FileCompactStrategy.builder().enable_compaction_on_checkpoint(1).build()
+    # 5-byte parts: many small files, then one compacted file with a delimiter between parts
+    env.from_collection([f"r{i}" for i in range(10)]).sink_to(
+        row_sink(out, 5, strategy, FileCompactor.concat_file_compactor(b"--\n")))
+    run(env)
+    [compacted] = part_files(out)
+    assert compacted.name.startswith("compacted-part-") and compacted.name.endswith("-0-0")
+    chunks = compacted.read_bytes().split(b"--\n")
+    assert len(chunks) > 1
+    assert b"".join(chunks) == b"".join(f"r{i}\n".encode() for i in range(10))
+
+
+def test_compaction_size_threshold_closes_groups(env, tmp_path):
+    out = tmp_path / "out"
+    strategy = FileCompactStrategy.builder().set_size_threshold(10).build()
+    env.from_collection([f"r{i}" for i in range(10)]).sink_to(
+        row_sink(out, 5, strategy, FileCompactor.concat_file_compactor()))
+    run(env)
+    files = part_files(out)
+    # every part holds two 3-byte records (rolled once above 5 bytes): groups of two parts
+    assert [len(f.read_bytes()) for f in files] == [12, 12, 6]
+    assert all(f.name.startswith("compacted-") for f in files)
+    assert b"".join(f.read_bytes() for f in sorted(files, key=lambda f: int(f.name.rsplit("-", 1)[1]))) == \
+        b"".join(f"r{i}\n".encode() for i in range(10))
+
+
+def test_compaction_settings_follow_flink():
+    with pytest.raises(ValueError, match="at least one trigger condition must be configured"):
+        FileCompactStrategy.builder().build()
+    with pytest.raises(ValueError, match="number of checkpoints before compaction should be more than 0, got 0"):
+        FileCompactStrategy.builder().enable_compaction_on_checkpoint(0)
+    with pytest.raises(TypeError, match="expects a FileCompactStrategy and a FileCompactor"):
+        FileSink.for_row_format("x", Encoder.simple_string_encoder()).enable_compact(None, None)
+
+
+def test_streaming_file_sink_through_add_sink(env, tmp_path):
+    out = tmp_path / "out"
+    env.from_collection(["a", "b"]).add_sink(row_sink(out, 1 << 20, builder=StreamingFileSink.for_row_format))
+    run(env)
+    [part] = part_files(out)
+    assert part.read_text() == "a\nb\n"
+    schema = csv_schema()
+    bulk = (StreamingFileSink.for_bulk_format(str(tmp_path / "b"), CsvBulkWriters.for_schema(schema))
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+    assert isinstance(bulk, StreamingFileSink)
+    assert type(bulk.create_writer()).__name__ == "BulkFileSinkWriter"
