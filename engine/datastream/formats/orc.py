@@ -9,7 +9,7 @@ mapped to ORC's types as Flink's ``OrcSplitReaderUtil.logicalTypeToOrcType`` doe
 
 from __future__ import annotations
 
-from typing import Any, BinaryIO, List, Optional
+from typing import Any, BinaryIO, Callable, List, Optional
 
 import pyarrow as pa
 import pyarrow.orc as pa_orc
@@ -61,18 +61,44 @@ def _orc_options(writer_properties: Optional[Configuration]) -> dict:
     return options
 
 
+def _nested_rows_to_dicts(type_info: TypeInformation) -> Optional[Callable[[Any], Any]]:
+    """``value -> value with nested Rows as dicts`` (Arrow reads a struct from a dict), or
+    ``None`` when the type holds no row, so flat columns cost nothing extra."""
+    if isinstance(type_info, RowTypeInfo):
+        names = type_info.get_field_names()
+        fields = [_nested_rows_to_dicts(t) or _identity for t in type_info.get_field_types()]
+        return lambda v: None if v is None else {n: f(x) for n, f, x in zip(names, fields, v)}
+    if isinstance(type_info, ListTypeInfo):
+        element = _nested_rows_to_dicts(type_info.element_type)
+        return None if element is None else (lambda v: None if v is None else [element(e) for e in v])
+    if isinstance(type_info, MapTypeInfo):
+        value = _nested_rows_to_dicts(type_info.value_type)
+        return None if value is None else (lambda v: None if v is None else {k: value(e) for k, e in v.items()})
+    return None
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
 class _OrcBulkWriter(BulkWriter):
-    def __init__(self, schema: pa.Schema, options: dict, stream: BinaryIO):
+    def __init__(self, schema: pa.Schema, converters: List[Optional[Callable[[Any], Any]]], options: dict,
+                 stream: BinaryIO):
         self._schema = schema
-        self._names = schema.names
+        self._converters = converters
         self._writer = pa_orc.ORCWriter(stream, **options)
 
     def add_elements(self, elements: List[Any]) -> None:
         # one row group per batch: columns built from the batch, not record by record
-        columns = list(zip(*elements)) if elements else [[] for _ in self._names]
-        table = pa.Table.from_arrays([pa.array(list(c), type=f.type) for c, f in zip(columns, self._schema)],
-                                     schema=self._schema)
-        self._writer.write(table)
+        arrays = []
+        for column, field, convert in zip(zip(*elements), self._schema, self._converters):
+            values = list(column) if convert is None else [convert(v) for v in column]
+            try:
+                arrays.append(pa.array(values, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise TypeError(f"OrcBulkWriters: a value of field '{field.name}' does not fit its ORC type "
+                                f"{field.type}: {e}") from None
+        self._writer.write(pa.Table.from_arrays(arrays, schema=self._schema))
 
     def finish(self) -> None:
         self._writer.close()  # writes the footer; the sink closes the file itself
@@ -82,11 +108,11 @@ class _OrcBulkWriterFactory(BulkWriterFactory):
     def __init__(self, row_type: RowTypeInfo, options: dict):
         super().__init__(row_type)
         self._options = options
-        self._schema = _arrow_type(row_type, "row")
-        self._schema = pa.schema(list(self._schema))
+        self._schema = pa.schema(list(_arrow_type(row_type, "row")))
+        self._converters = [_nested_rows_to_dicts(t) for t in row_type.get_field_types()]
 
     def create(self, stream: BinaryIO) -> BulkWriter:
-        return _OrcBulkWriter(self._schema, self._options, stream)
+        return _OrcBulkWriter(self._schema, self._converters, self._options, stream)
 
 
 class OrcBulkWriters:

@@ -398,3 +398,17 @@ def test_streaming_file_sink_through_add_sink(env, tmp_path):
             .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
     assert isinstance(bulk, StreamingFileSink)
     assert type(bulk.create_writer()).__name__ == "BulkFileSinkWriter"
+
+
+def test_orc_nested_rows_and_maps_and_a_value_that_does_not_fit():
+    row_type = Types.ROW_NAMED(["a", "r", "m"], [
+        Types.INT(), Types.ROW_NAMED(["x", "y"], [Types.STRING(), Types.LONG()]), Types.MAP(Types.STRING(), Types.INT())])
+    factory = OrcBulkWriters.for_row_type(row_type)
+    out = io.BytesIO()
+    writer = factory.create(out)
+    writer.add_elements([Row(a=1, r=Row(x="q", y=2), m={"k": 3}), (2, None, None)])
+    writer.finish()
+    assert pa_orc.ORCFile(io.BytesIO(out.getvalue())).read().to_pylist() == [
+        {"a": 1, "r": {"x": "q", "y": 2}, "m": [("k", 3)]}, {"a": 2, "r": None, "m": None}]
+    with pytest.raises(TypeError, match="field 'a' does not fit its ORC type int32"):
+        factory.create(io.BytesIO()).add_elements([("x", None, None)])
