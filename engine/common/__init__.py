@@ -8,6 +8,7 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "AssignerWithPeriodicWatermarksWrapper": "rill.common.watermark_strategy",
     "CompletableFuture": "rill.common.completable_future",
     "ConfigOption": "rill.common.configuration",
     "InputDependencyConstraint": "rill.common.input_dependency_constraint",
