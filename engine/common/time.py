@@ -189,8 +189,10 @@ def to_milliseconds(value: Any, what: str) -> int:
 
 class Instant:
     """A point on the time line: ``seconds`` since the epoch and ``nanos`` (0..999,999,999)
-    within the second (Java's ``java.time.Instant``; PyFlink's ``Instant``, the values of
-    ``Types.INSTANT()``). Equal when both parts are; ordered; hashable.
+    within the second (Java's ``java.time.Instant``; PyFlink's ``Instant``, which PyFlink
+    uses as the value of ``Types.INSTANT()``; Rill's checkpoint columns take an aware
+    ``datetime`` for INSTANT, see ``rill.state.checkpoint.arrow_types``). Equal when both parts
+    are; ordered; hashable.
 
     :raises ValueError: if ``nanos`` is outside 0..999,999,999 or a part is not an int.
     """

@@ -34,7 +34,6 @@ import struct
 from typing import Any, Callable, Optional
 
 from rill.common.row import Row
-from rill.common.time import Instant
 from rill.common.typeinfo import BasicTypeInfo, ListTypeInfo, MapTypeInfo, RowTypeInfo, TupleTypeInfo
 
 __all__ = ["TypeValueError", "value_converter", "INTEGER_RANGES"]
@@ -138,7 +137,6 @@ _TEMPORAL = {
     "SQL_DATE": (datetime.date, "a datetime.date"),
     "SQL_TIME": (datetime.time, "a datetime.time"),
     "SQL_TIMESTAMP": (datetime.datetime, "a datetime.datetime"),
-    "INSTANT": (Instant, "a rill.common.time.Instant"),
 }
 
 

@@ -1,13 +1,12 @@
-"""``CompletableFuture`` (wrapping a job client's futures), ``Instant`` (and ``Types.INSTANT``)
-and ``InputDependencyConstraint``, with PyFlink's names and Java's semantics."""
+"""``CompletableFuture`` (wrapping a job client's futures), ``Instant`` and
+``InputDependencyConstraint``, with PyFlink's names and Java's semantics."""
 
 import concurrent.futures
 import threading
 
 import pytest
 
-from rill.common import CompletableFuture, InputDependencyConstraint, Instant, Types
-from rill.common.type_conversion import TypeValueError, value_converter
+from rill.common import CompletableFuture, InputDependencyConstraint, Instant
 
 
 def test_completable_future_wraps_a_future_and_converts_its_result():
@@ -77,13 +76,6 @@ def test_instant_follows_java():
     assert Instant(1, 0) < Instant(1, 1) and repr(Instant(2, 3)) == "Instant<2, 3>"
     with pytest.raises(ValueError, match="nanos an int in 0..999999999, got 1, 1000000000"):
         Instant(1, 1_000_000_000)
-
-
-def test_instant_is_the_value_of_types_instant():
-    convert = value_converter(Types.INSTANT(), "operator 'Map' (output_type)")
-    assert convert(Instant(1, 2)) == Instant(1, 2) and convert(None) is None
-    with pytest.raises(TypeValueError, match="operator 'Map' \\(output_type\\): value 5 of type int is not a INSTANT"):
-        convert(5)
 
 
 def test_input_dependency_constraint_values():
