@@ -52,6 +52,7 @@ _EXPORTS = {
     "SlotSharingGroup": "rill.common.slot_sharing_group",
     "MemorySize": "rill.common.memory_size",
     "SourceFunction": "rill.common.functions",
+    "CheckpointListener": "rill.common.functions",
     "TimerService": "rill.common.functions",
     "OutputTag": "rill.datastream.output_tag",
     "WindowedStream": "rill.datastream.windowed_stream",

@@ -29,7 +29,9 @@ from rill.common.slot_sharing_group import SlotSharingGroup
 from rill.datastream.connectors.base import Sink
 from rill.common.watermark_strategy import WatermarkStrategy
 from rill.operators.collect_sink import CollectSinkOperator, register_channel, release_channel
+from rill.operators.compacting_file_sink import CompactingFileSinkOperator
 from rill.operators.file_sink import FileSinkOperator
+from rill.operators.sink_writer_operator import SinkWriterOperator
 from rill.operators.print_sink import PrintSinkOperator
 from rill.operators.watermark import TimestampsAndWatermarksOperator
 from rill.operators.base import ChainingStrategy
@@ -347,22 +349,19 @@ class DataStream(_OperatorSettings):
         """A sink calling ``sink_func`` per record (a ``SinkFunction`` or a callable), or a
         ``StreamingFileSink`` (Flink's legacy file sink, written as ``FileSink`` writes)."""
         if isinstance(sink_func, Sink):
-            return self._sink("Unnamed", FileSinkOperator(sink_func))
+            return self._sink("Unnamed", _sink_operator(sink_func)[1])
         fn = F.wrap(sink_func, F.SinkFunction, "DataStream.add_sink")
         return self._sink("Unnamed", ops.StreamSink(fn))
 
     def sink_to(self, sink) -> "DataStreamSink":
-        """Write to a sink object: a ``Sink`` (``FileSink`` or your own; its writers commit when
-        their input ends) or a ``CollectSink``.
+        """Write to a sink object: a ``FileSink`` (exactly-once with checkpoints), your own
+        ``Sink`` (its writers commit when their input ends) or a ``CollectSink``.
 
         :raises TypeError: for anything else.
         """
         from rill.datastream.connectors.collect import CollectSink  # noqa: PLC0415
-        from rill.datastream.connectors.file_system import FileSink  # noqa: PLC0415
-        if isinstance(sink, FileSink):
-            return self._sink("FileSink", FileSinkOperator(sink))
         if isinstance(sink, Sink):
-            return self._sink("Sink", FileSinkOperator(sink))
+            return self._sink(*_sink_operator(sink))
         if isinstance(sink, CollectSink):
             return self._sink("CollectSink", CollectSinkOperator(sink.channel_id))
         raise TypeError(f"DataStream.sink_to expects a Sink (e.g. FileSink) or CollectSink, got {type(sink).__name__}")
@@ -525,3 +524,13 @@ class CloseableIterator:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _sink_operator(sink: Sink):
+    """``(name, operator)`` of ``sink_to(sink)``: a file sink's exactly-once operator
+    (compacting when the builder enabled it), else the plain Sink V2 writer operator (Flink
+    names both sinks by their kind)."""
+    from rill.datastream.connectors.file_system import FileSink  # noqa: PLC0415 - file_system imports the operators
+    if isinstance(sink, FileSink):
+        return "FileSink", FileSinkOperator(sink) if sink.compaction is None else CompactingFileSinkOperator(sink)
+    return "Sink", SinkWriterOperator(sink)

@@ -45,14 +45,16 @@ class SinkWriter(abc.ABC):
         """Drop what was not committed."""
 
 
-class Sink(abc.ABC):
-    """A sink for ``DataStream.sink_to`` (Flink's Sink V2 ``Sink``): a factory of one
-    :class:`SinkWriter` per subtask. ``FileSink`` is one; subclass it for your own.
+class Sink:
+    """A sink for ``DataStream.sink_to`` (Flink's Sink V2 ``Sink``): subclass it and implement
+    :meth:`create_writer`, a factory of one :class:`SinkWriter` per subtask; its writers commit
+    when their input ends (Rill's user sinks take no part in checkpoints yet). ``FileSink`` is
+    a ``Sink`` too, run by its own exactly-once operator (:mod:`rill.operators.file_sink`).
 
     A sink is part of the job plan: it is shipped to every subtask (cloudpickle), so it holds
     settings, not open connections; the writer opens those.
     """
 
-    @abc.abstractmethod
     def create_writer(self) -> SinkWriter:
         """A new writer for one subtask."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement Sink.create_writer")

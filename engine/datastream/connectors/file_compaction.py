@@ -1,32 +1,22 @@
-"""Compaction of a ``FileSink`` 's small files (Flink's ``FileCompactStrategy``,
-``FileCompactor`` and the ``CompactorOperator``; PyFlink's names): enabled with
-``FileSink.for_row_format(...).enable_compact(strategy, compactor)``.
+"""Compaction of a ``FileSink`` 's small files (Flink's ``FileCompactStrategy`` and
+``FileCompactor``; PyFlink's names): enabled with
+``FileSink.for_row_format(...).enable_compact(strategy, compactor)``; the sink then runs as a
+:class:`~rill.operators.compacting_file_sink.CompactingFileSinkOperator`, which compacts the
+files of each commit (see there for grouping, names and clean-up).
 
-When a sink subtask commits its part files, they are grouped per bucket in the order written;
-a group is closed when its files reach the strategy's size threshold (bytes), and the rest form
-the last group (at the end of input Flink compacts whatever is pending). Each group, even of
-one file, is compacted into ``compacted-<name of its first file>`` (written hidden, then
-renamed), and its files are deleted: Flink's ``CompactService`` names and cleans up the same way.
-
-Rill differences: Rill commits files when a subtask's input ends (until checkpoints commit
-them), so ``enable_compaction_on_checkpoint(n)`` is kept in the strategy and compaction happens
-at that commit; and each sink subtask compacts its own files, where Flink's single
+Rill differences: Rill compacts the files of every commit (each completed checkpoint, or the
+end of input), so ``enable_compaction_on_checkpoint(n)`` is kept but does not space compactions
+``n`` checkpoints apart; each sink subtask compacts its own files, where Flink's single
 ``CompactCoordinator`` groups the files of all subtasks of a bucket (the same result at
-parallelism 1). ``set_num_compact_threads`` is kept; Rill compacts in the sink's thread.
+parallelism 1); ``set_num_compact_threads`` is kept, Rill compacts in the sink's thread.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-from typing import Any, BinaryIO, List, Optional
+from typing import BinaryIO, List, Optional
 
-from rill.datastream.connectors.base import SinkWriter
-
-__all__ = ["FileCompactStrategy", "FileCompactor", "CompactingFileSinkWriter"]
-
-#: Flink's ``CompactService.COMPACTED_PREFIX``
-COMPACTED_PREFIX = "compacted-"
+__all__ = ["FileCompactStrategy", "FileCompactor"]
 
 
 class FileCompactStrategy:
@@ -111,58 +101,3 @@ class FileCompactor:
                 output.write(self.delimiter)
             with open(path, "rb") as f:
                 shutil.copyfileobj(f, output)
-
-
-class CompactingFileSinkWriter(SinkWriter):
-    """Wraps a file sink's writer: on :meth:`commit`, the files it committed are compacted
-    (see the module docstring)."""
-
-    def __init__(self, writer: Any, strategy: FileCompactStrategy, compactor: FileCompactor):
-        self._writer = writer
-        self._strategy = strategy
-        self._compactor = compactor
-
-    def open(self, subtask_index: int) -> None:
-        self._writer.open(subtask_index)
-
-    def write_batch(self, values: List[Any]) -> None:
-        self._writer.write_batch(values)
-
-    def commit(self) -> List[str]:
-        committed = self._writer.commit()
-        by_bucket: dict = {}
-        for path in committed:
-            by_bucket.setdefault(os.path.dirname(path), []).append(path)
-        result: List[str] = []
-        for files in by_bucket.values():
-            for group in self._groups(files):
-                result.append(self._compact(group))
-        return result
-
-    def _groups(self, files: List[str]) -> List[List[str]]:
-        threshold = self._strategy.size_threshold
-        groups, current, size = [], [], 0
-        for path in files:
-            current.append(path)
-            size += os.path.getsize(path)
-            if 0 <= threshold <= size:
-                groups.append(current)
-                current, size = [], 0
-        if current:
-            groups.append(current)
-        return groups
-
-    def _compact(self, group: List[str]) -> str:
-        directory, first = os.path.split(group[0])
-        target = os.path.join(directory, COMPACTED_PREFIX + first)
-        hidden = os.path.join(directory, f".{COMPACTED_PREFIX}{first}.inprogress")
-        with open(hidden, "wb") as out:
-            self._compactor.compact(group, out)
-        os.replace(hidden, target)
-        for path in group:
-            if path != target:
-                os.remove(path)
-        return target
-
-    def abort(self) -> None:
-        self._writer.abort()

@@ -3,7 +3,9 @@
 ``FileSource`` reads text lines; each file is cut into byte-range splits of at most
 ``split_size_bytes`` (a line belongs to the split in which it starts, as Hadoop's and Flink's
 text input formats rule), so several subtasks share a large file and a fast subtask takes more
-splits. ``FileSink`` writes one line per record into part files under bucket directories.
+splits. A split's checkpointed position is the number of its lines emitted (Flink's
+``CheckpointedPosition`` with ``recordsAfterOffset`` from the split's start); a restore reads
+the split again and emits from the next line (the files must not change in between). ``FileSink`` writes part files under bucket directories, exactly once with checkpoints.
 """
 
 from __future__ import annotations
@@ -18,10 +20,8 @@ from typing import Any, BinaryIO, Iterator, List, Optional, Sequence, Tuple
 from rill.common.serialization import BulkWriterFactory, Encoder
 from rill.common.connector.source import Source, SourceReader, SourceSplit
 from rill.common.typeinfo import TypeInformation, Types
-from rill.datastream.connectors.base import Sink, SinkWriter
-from rill.datastream.connectors.file_compaction import CompactingFileSinkWriter, FileCompactor, FileCompactStrategy
-from rill.operators.bulk_file_writer import BulkFileSinkWriter
-from rill.operators.file_sink import FileSinkWriter
+from rill.datastream.connectors.base import Sink
+from rill.datastream.connectors.file_compaction import FileCompactor, FileCompactStrategy
 
 __all__ = [
     "StreamFormat",
@@ -34,7 +34,6 @@ __all__ = [
     "OutputFileConfig",
     "BucketAssigner",
     "RollingPolicy",
-    "OnCheckpointRollingPolicy",
     "FileCompactStrategy",
     "FileCompactor",
     "StreamingFileSink",
@@ -141,6 +140,16 @@ class _TextLineReader(SourceReader):
         self.charset = charset
 
     def read(self, split: FileSourceSplit) -> Iterator[List[str]]:
+        return self.read_from(split, 0)
+
+    def read_from(self, split: FileSourceSplit, records_to_skip: int) -> Iterator[List[str]]:
+        """The split's lines after the first ``records_to_skip`` (the split's bytes are read
+        and cut into lines as :meth:`read` does; the skipped lines are only not emitted)."""
+        if records_to_skip < 0:
+            raise ValueError(f"FileSource reader: records_to_skip must be >= 0, got {records_to_skip}")
+        return self._lines(split, records_to_skip)
+
+    def _lines(self, split: FileSourceSplit, skip: int) -> Iterator[List[str]]:
         with open(split.path, "rb") as f:
             start, end = split.offset, split.offset + split.length
             if start > 0:
@@ -165,8 +174,9 @@ class _TextLineReader(SourceReader):
         if n == 0:
             self.progress_units += split.length
             return
-        done, step = 0, self.batch_size
-        for i in range(0, n, step):
+        done, step = split.length * min(skip, n) // n, self.batch_size
+        self.progress_units += done
+        for i in range(min(skip, n), n, step):
             batch = lines[i:i + step]
             share = split.length * min(i + step, n) // n
             self.progress_units += share - done
@@ -367,47 +377,72 @@ class BucketAssigner:
 
 
 class RollingPolicy:
-    """When a part file is closed and the next one started."""
+    """When an in-progress part file is closed and the next one started (Flink's
+    ``RollingPolicy``; PyFlink's ``RollingPolicy`` factories).
 
-    def __init__(self, part_size_bytes: int = 128 << 20):
+    :param part_size_bytes: roll before a record when the part is larger (``None``: never on
+        a record).
+    :param roll_on_checkpoint: roll at every checkpoint (``True``), or only when the part is
+        larger than ``part_size_bytes`` (``False``, Flink's ``DefaultRollingPolicy``); a part
+        not rolled stays in progress across the checkpoint with its valid length recorded.
+    """
+
+    def __init__(self, part_size_bytes: Optional[int] = 128 << 20, roll_on_checkpoint: bool = False):
+        if part_size_bytes is not None and part_size_bytes < 0:
+            raise ValueError(f"RollingPolicy: part size must be >= 0 bytes, got {part_size_bytes}")
         self.part_size_bytes = part_size_bytes
+        self.roll_on_checkpoint = roll_on_checkpoint
 
     @staticmethod
     def default_rolling_policy(part_size: int = 128 << 20, rollover_interval: int = 60_000,
                                inactivity_interval: int = 60_000) -> "RollingPolicy":
+        """Flink's ``DefaultRollingPolicy`` by part size (bytes). Rill does not roll by time
+        yet: ``rollover_interval`` and ``inactivity_interval`` (ms) are accepted and unused."""
         return RollingPolicy(part_size)
 
     @staticmethod
-    def on_checkpoint_rolling_policy() -> "OnCheckpointRollingPolicy":
-        """Roll only when the sink commits (Flink's ``OnCheckpointRollingPolicy``, the only policy
-        of bulk formats, whose files cannot be cut mid-way)."""
-        return OnCheckpointRollingPolicy()
+    def on_checkpoint_rolling_policy() -> "RollingPolicy":
+        """Flink's ``OnCheckpointRollingPolicy``: a part per checkpoint, never rolled by size
+        (the only kind bulk formats take)."""
+        return RollingPolicy(None, roll_on_checkpoint=True)
 
-
-class OnCheckpointRollingPolicy(RollingPolicy):
-    """A part file is closed only when the sink commits (on a checkpoint in Flink; at the end of
-    a subtask's input in Rill until checkpoints commit files)."""
-
-    def __init__(self):
-        super().__init__(part_size_bytes=1 << 62)
+    def should_roll_on_checkpoint(self, part_size_bytes: int) -> bool:
+        """Whether an in-progress part of ``part_size_bytes`` is closed at a checkpoint."""
+        return self.roll_on_checkpoint or (self.part_size_bytes is not None and part_size_bytes > self.part_size_bytes)
 
 
 class FileSink(Sink):
-    """Row-format file sink: ``encoder.encode(record)`` per record, into
-    ``<base>/<bucket>/<prefix>-<uuid>-<subtask>-<n><suffix>``.
+    """Exactly-once file sink (Flink's ``FileSink``; PyFlink's ``FileSink.for_row_format`` /
+    ``for_bulk_format``): records go into part files under bucket directories of
+    ``base_path``, hidden while in progress or pending and renamed visible when the checkpoint
+    that covers them completes, or at the end of input without checkpointing. Names:
+    ``<bucket>/<prefix>-<run id>-<subtask>-<n><suffix>``, in progress
+    ``.<that name>.inprogress.<uuid>``; the protocol is in :mod:`rill.operators.file_sink`.
 
-    Files are written as hidden ``.<name>.inprogress`` files and renamed to their final name
-    when the subtask finishes (Flink commits on checkpoints; until Rill has checkpoints, the end
-    of input is the commit point, as in Flink's BATCH execution).
+    Row formats write ``encoder.encode(record)`` per record; bulk formats (CSV, Avro, ORC,
+    Parquet in :mod:`rill.datastream.formats`) write through a ``BulkWriterFactory`` and roll on
+    every checkpoint. ``enable_compact`` on the builder compacts committed parts
+    (:mod:`rill.datastream.connectors.file_compaction`).
 
     A relative ``base_path`` is made absolute against the working directory of the program that
     builds the sink, so a job on a cluster writes where its program was run.
+
+    :raises ValueError: for a bulk format with a rolling policy that does not roll on every
+        checkpoint (a bulk file cannot be continued after a checkpoint).
     """
 
-    def __init__(self, base_path: str, encoder: Encoder, output_file_config: OutputFileConfig,
-                 bucket_assigner: BucketAssigner, rolling_policy: RollingPolicy):
+    #: ``(FileCompactStrategy, FileCompactor)`` when the builder enabled compaction
+    compaction: Optional[Tuple[FileCompactStrategy, FileCompactor]] = None
+
+    def __init__(self, base_path: str, encoder: Optional[Encoder], output_file_config: OutputFileConfig,
+                 bucket_assigner: BucketAssigner, rolling_policy: RollingPolicy,
+                 bulk_writer_factory: Any = None):
+        if bulk_writer_factory is not None and not rolling_policy.roll_on_checkpoint:
+            raise ValueError("FileSink: a bulk format needs a rolling policy that rolls on every checkpoint "
+                             "(RollingPolicy.on_checkpoint_rolling_policy())")
         self.base_path = os.path.abspath(str(base_path))
         self.encoder = encoder
+        self.bulk_writer_factory = bulk_writer_factory
         self.output_file_config = output_file_config
         self.bucket_assigner = bucket_assigner
         self.rolling_policy = rolling_policy
@@ -419,48 +454,21 @@ class FileSink(Sink):
 
     @staticmethod
     def for_bulk_format(base_path: str, writer_factory: BulkWriterFactory) -> "_BulkFormatBuilder":
-        """A builder of a sink writing part files through ``writer_factory`` (CSV, Avro, ORC:
-        :mod:`rill.datastream.formats`).
-
-        :raises TypeError: if ``writer_factory`` is not a ``BulkWriterFactory``.
-        """
-        if not isinstance(writer_factory, BulkWriterFactory):
-            raise TypeError(f"FileSink.for_bulk_format expects a BulkWriterFactory, got {type(writer_factory).__name__}")
+        """A sink writing with a ``BulkWriterFactory`` (``factory.create(file)`` gives a writer
+        with ``add_elements(values)`` and ``finish()``), rolling on every checkpoint."""
         return _BulkFormatBuilder(base_path, writer_factory)
 
-    #: ``(FileCompactStrategy, FileCompactor)`` when the builder enabled compaction
-    compaction: Optional[Tuple[FileCompactStrategy, FileCompactor]] = None
 
-    def create_writer(self) -> SinkWriter:
-        writer = self._create_part_writer()
-        if self.compaction is None:
-            return writer
-        return CompactingFileSinkWriter(writer, *self.compaction)
+class _FormatBuilder:
+    """What both of Flink's ``FileSink.RowFormatBuilder`` and ``BulkFormatBuilder`` set
+    (PyFlink's ``FileSink.BaseBuilder``)."""
 
-    def _create_part_writer(self) -> FileSinkWriter:
-        return FileSinkWriter(self)
-
-
-class _BulkFormatFileSink(FileSink):
-    """A FileSink whose parts are written by a :class:`BulkWriter` (one per part file), rolled
-    only on commit (Flink's bulk-format ``FileSink``)."""
-
-    def __init__(self, base_path: str, writer_factory: BulkWriterFactory, output_file_config: OutputFileConfig,
-                 bucket_assigner: BucketAssigner, rolling_policy: RollingPolicy):
-        super().__init__(base_path, None, output_file_config, bucket_assigner, rolling_policy)
-        self.writer_factory = writer_factory
-
-    def _create_part_writer(self) -> BulkFileSinkWriter:
-        return BulkFileSinkWriter(self)
-
-
-class _BaseBuilder:
-    """Settings shared by the row- and bulk-format builders (PyFlink's ``FileSink.BaseBuilder``)."""
-
-    def __init__(self, base_path: str):
+    def __init__(self, base_path: str, rolling: RollingPolicy, sink_class: type):
         self._base = base_path
         self._ofc = OutputFileConfig()
         self._assigner = BucketAssigner.date_time_bucket_assigner()
+        self._rolling = rolling
+        self._sink_class = sink_class
         self._compaction: Optional[Tuple[FileCompactStrategy, FileCompactor]] = None
 
     def with_output_file_config(self, config: OutputFileConfig):
@@ -471,8 +479,15 @@ class _BaseBuilder:
         self._assigner = assigner
         return self
 
+    def with_rolling_policy(self, policy: RollingPolicy):
+        """A bulk format's policy must roll on every checkpoint (``FileSink`` raises
+        ``ValueError`` otherwise)."""
+        self._rolling = policy
+        return self
+
     def enable_compact(self, strategy: FileCompactStrategy, compactor: FileCompactor):
-        """Compact the committed part files (see :mod:`rill.datastream.connectors.file_compaction`).
+        """Compact the part files as they are committed (see
+        :mod:`rill.datastream.connectors.file_compaction`).
 
         :raises TypeError: for anything but a ``FileCompactStrategy`` and a ``FileCompactor``.
         """
@@ -491,47 +506,30 @@ class _BaseBuilder:
         return sink
 
 
-class _RowFormatBuilder(_BaseBuilder):
-    def __init__(self, base_path: str, encoder: Encoder, sink_class: type = None):
-        super().__init__(base_path)
+class _RowFormatBuilder(_FormatBuilder):
+    def __init__(self, base_path: str, encoder: Encoder, sink_class: type = FileSink):
+        super().__init__(base_path, RollingPolicy(), sink_class)
         self._encoder = encoder
-        self._rolling = RollingPolicy()
-        self._sink_class = sink_class or FileSink
-
-    def with_rolling_policy(self, policy: RollingPolicy) -> "_RowFormatBuilder":
-        self._rolling = policy
-        return self
 
     def build(self) -> FileSink:
         return self._with_compaction(
             self._sink_class(self._base, self._encoder, self._ofc, self._assigner, self._rolling))
 
 
-class _BulkFormatBuilder(_BaseBuilder):
-    def __init__(self, base_path: str, writer_factory: BulkWriterFactory, sink_class: type = None):
-        super().__init__(base_path)
+class _BulkFormatBuilder(_FormatBuilder):
+    def __init__(self, base_path: str, writer_factory: BulkWriterFactory, sink_class: type = FileSink):
+        super().__init__(base_path, RollingPolicy.on_checkpoint_rolling_policy(), sink_class)
         self._factory = writer_factory
-        self._rolling: RollingPolicy = OnCheckpointRollingPolicy()
-        self._sink_class = sink_class or _BulkFormatFileSink
-
-    def with_rolling_policy(self, policy: OnCheckpointRollingPolicy) -> "_BulkFormatBuilder":
-        """:raises TypeError: for any policy but ``OnCheckpointRollingPolicy`` (as Flink: bulk
-        part files cannot roll on size or time)."""
-        if not isinstance(policy, OnCheckpointRollingPolicy):
-            raise TypeError(f"FileSink.for_bulk_format: bulk formats roll only on checkpoints, "
-                            f"use RollingPolicy.on_checkpoint_rolling_policy(), got {type(policy).__name__}")
-        self._rolling = policy
-        return self
 
     def build(self) -> FileSink:
         return self._with_compaction(
-            self._sink_class(self._base, self._factory, self._ofc, self._assigner, self._rolling))
+            self._sink_class(self._base, None, self._ofc, self._assigner, self._rolling, self._factory))
 
 
 class StreamingFileSink(FileSink):
     """The legacy file sink for ``DataStream.add_sink`` (Flink's ``StreamingFileSink``, which
-    ``FileSink`` replaces): the same part files, buckets, rolling and commit as ``FileSink``,
-    built with ``StreamingFileSink.for_row_format(path, encoder)`` or
+    ``FileSink`` replaces): the same part files, buckets, rolling and commit protocol as
+    ``FileSink``, built with ``StreamingFileSink.for_row_format(path, encoder)`` or
     ``.for_bulk_format(path, writer_factory)``."""
 
     @staticmethod
@@ -540,12 +538,4 @@ class StreamingFileSink(FileSink):
 
     @staticmethod
     def for_bulk_format(base_path: str, writer_factory: BulkWriterFactory) -> "_BulkFormatBuilder":
-        """:raises TypeError: if ``writer_factory`` is not a ``BulkWriterFactory``."""
-        if not isinstance(writer_factory, BulkWriterFactory):
-            raise TypeError(f"StreamingFileSink.for_bulk_format expects a BulkWriterFactory, "
-                            f"got {type(writer_factory).__name__}")
-        return _BulkFormatBuilder(base_path, writer_factory, _BulkFormatStreamingFileSink)
-
-
-class _BulkFormatStreamingFileSink(StreamingFileSink, _BulkFormatFileSink):
-    pass
+        return _BulkFormatBuilder(base_path, writer_factory, StreamingFileSink)

@@ -18,7 +18,7 @@ import pytest
 
 from _ds_helpers import collect, run
 from rill.common import Configuration, Encoder, Row, Types, WatermarkStrategy
-from rill.common.serialization import BulkWriter, BulkWriterFactory, SimpleStringSchema
+from rill.common.serialization import BulkWriter, BulkWriterFactory
 from rill.datastream.connectors.file_system import (
     BucketAssigner,
     BulkFormat,
@@ -306,12 +306,10 @@ def test_non_splittable_enumerator_reads_each_text_file_in_one_split(tmp_path):
     assert len(cut.create_splits(2)) == 50
 
 
-def test_bulk_sink_only_takes_on_checkpoint_rolling_and_a_factory(tmp_path):
-    with pytest.raises(TypeError, match="bulk formats roll only on checkpoints"):
+def test_bulk_sink_only_takes_on_checkpoint_rolling(tmp_path):
+    with pytest.raises(ValueError, match="a bulk format needs a rolling policy that rolls on every checkpoint"):
         FileSink.for_bulk_format(str(tmp_path), CsvBulkWriters.for_schema(csv_schema())).with_rolling_policy(
-            RollingPolicy.default_rolling_policy())
-    with pytest.raises(TypeError, match="expects a BulkWriterFactory, got SimpleStringSchema"):
-        FileSink.for_bulk_format(str(tmp_path), SimpleStringSchema())
+            RollingPolicy.default_rolling_policy()).build()
 
 
 class FailingAfterFirst(BulkWriterFactory):
@@ -388,16 +386,17 @@ def test_compaction_settings_follow_flink():
 
 
 def test_streaming_file_sink_through_add_sink(env, tmp_path):
-    out = tmp_path / "out"
+    out, bulk_out = tmp_path / "out", tmp_path / "bulk"
     env.from_collection(["a", "b"]).add_sink(row_sink(out, 1 << 20, builder=StreamingFileSink.for_row_format))
+    bulk = (StreamingFileSink.for_bulk_format(str(bulk_out), CsvBulkWriters.for_schema(csv_schema()))
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+    assert isinstance(bulk, StreamingFileSink)
+    env.from_collection([(1, "x", ["t"], True, 0.5)]).add_sink(bulk)
     run(env)
     [part] = part_files(out)
     assert part.read_text() == "a\nb\n"
-    schema = csv_schema()
-    bulk = (StreamingFileSink.for_bulk_format(str(tmp_path / "b"), CsvBulkWriters.for_schema(schema))
-            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
-    assert isinstance(bulk, StreamingFileSink)
-    assert type(bulk.create_writer()).__name__ == "BulkFileSinkWriter"
+    [csv_part] = part_files(bulk_out)
+    assert csv_part.read_text() == "1|x|t|true|0.5\n"
 
 
 def test_orc_nested_rows_and_maps_and_a_value_that_does_not_fit():
