@@ -1,9 +1,11 @@
 """File source and sink (PyFlink's ``pyflink.datastream.connectors.file_system``).
 
-``FileSource`` reads text lines; each file is cut into byte-range splits of at most
+``FileSource`` reads files through a ``StreamFormat`` or ``BulkFormat`` (text lines here; CSV,
+Avro and others in :mod:`rill.datastream.formats`). Text files are cut into byte-range splits of at most
 ``split_size_bytes`` (a line belongs to the split in which it starts, as Hadoop's and Flink's
 text input formats rule), so several subtasks share a large file and a fast subtask takes more
-splits. A split's checkpointed position is the number of its lines emitted (Flink's
+splits; other formats read a file per split. A split's checkpointed position is the number of its
+records emitted (Flink's
 ``CheckpointedPosition`` with ``recordsAfterOffset`` from the split's start); a restore reads
 the split again and emits from the next line (the files must not change in between). ``FileSink`` writes part files under bucket directories, exactly once with checkpoints.
 """

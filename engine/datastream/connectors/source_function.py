@@ -131,6 +131,12 @@ class SourceFunctionSource(Source):
     def get_boundedness(self) -> Boundedness:
         return Boundedness.CONTINUOUS_UNBOUNDED
 
+    @property
+    def supports_replay(self) -> bool:
+        """``False``: ``run`` emits what it reads once; a restore cannot read it again (so
+        EXACTLY_ONCE checkpointing is refused for a job with a legacy source)."""
+        return False
+
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
         return [_OneSplit()]
 

@@ -411,3 +411,16 @@ def test_orc_nested_rows_and_maps_and_a_value_that_does_not_fit():
         {"a": 1, "r": {"x": "q", "y": 2}, "m": [("k", 3)]}, {"a": 2, "r": None, "m": None}]
     with pytest.raises(TypeError, match="field 'a' does not fit its ORC type int32"):
         factory.create(io.BytesIO()).add_elements([("x", None, None)])
+
+
+def test_compaction_with_checkpoints_compacts_what_each_checkpoint_commits(env, tmp_path):
+    out = tmp_path / "out"
+    env.enable_checkpointing(20)
+    strategy = FileCompactStrategy.builder().enable_compaction_on_checkpoint(1).build()
+    env.from_sequence(1, 3000).map(str).sink_to(row_sink(out, 64, strategy, FileCompactor.concat_file_compactor()))
+    run(env)
+    files = part_files(out)
+    assert files and all(f.name.startswith("compacted-part-") for f in files)
+    lines = [ln for f in files for ln in f.read_text().splitlines()]
+    assert sorted(lines, key=int) == [str(i) for i in range(1, 3001)]
+    assert not [p for p in out.rglob(".*")]  # nothing left in progress or half compacted
