@@ -133,8 +133,8 @@ class SourceFunctionSource(Source):
 
     @property
     def supports_replay(self) -> bool:
-        """``False``: ``run`` emits what it reads once; a restore cannot read it again (so
-        EXACTLY_ONCE checkpointing is refused for a job with a legacy source)."""
+        """``False``: ``run`` emits what it reads once; a restore cannot read it again (see
+        ``Source.supports_replay``)."""
         return False
 
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
