@@ -1,5 +1,5 @@
-"""PyFlink's ``pyflink.datastream.execution_mode`` module path: ``RuntimeExecutionMode`` (defined
-in :mod:`rill.common.execution_options`, with the ``execution.runtime-mode`` option)."""
+"""PyFlink's ``pyflink.datastream.execution_mode``: ``RuntimeExecutionMode``, defined in
+:mod:`rill.common.execution_options` (with the ``execution.runtime-mode`` option)."""
 
 from rill.common.execution_options import RuntimeExecutionMode
 

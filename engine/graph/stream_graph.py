@@ -204,6 +204,9 @@ class StreamGraph:
         #: the mode the job runs in (BATCH or STREAMING, never AUTOMATIC: the generator decides)
         self.runtime_mode = RuntimeExecutionMode.STREAMING
         self.nodes: Dict[int, StreamNode] = {}
+        #: slot sharing group name -> ResourceSpec, for groups given resources (Flink's
+        #: StreamGraph.slotSharingGroupResources)
+        self.slot_sharing_group_resources: Dict[str, Any] = {}
         self.sources: Set[int] = set()
         self.sinks: Set[int] = set()
         #: virtual id -> (original id, partitioner, exchange mode)
