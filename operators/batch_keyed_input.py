@@ -37,6 +37,7 @@ from rill.common.execution_options import ExecutionOptions
 from rill.common.streamrecord import MAX_WATERMARK
 from rill.operators.batch_sort_buffer import KeyGroupedBuffer
 from rill.operators.base import (
+    AbstractStreamOperator,
     OneInputStreamOperator,
     Output,
     StreamOperator,
@@ -177,7 +178,7 @@ class _BatchWrapper(StreamOperator):
         operator's own watermark handling, which also flushes what it buffers), then
         processing time; the watermark is back at the start of time for the next key, and the
         key's state is dropped (it never comes back)."""
-        self.operator.process_watermark(MAX_WATERMARK)
+        self._event_time_to_end()
         timers = self.context.timer_service_manager
         if timers is not None:
             timers.fire_all_for_batch_key()
@@ -189,6 +190,10 @@ class _BatchWrapper(StreamOperator):
                        if by_key.pop(key, _ABSENT) is not _ABSENT and not by_key]
             for ns in emptied:
                 del by_namespace[ns]
+
+
+    def _event_time_to_end(self) -> None:
+        self.operator.process_watermark(MAX_WATERMARK)
 
 
 class BatchKeyedOneInputOperator(_BatchWrapper, OneInputStreamOperator):
@@ -262,6 +267,12 @@ class BatchTwoInputOperator(_BatchWrapper, TwoInputStreamOperator):
         self._held_values: List[Any] = []
         self._held_timestamps: List[Optional[int]] = []
         self._ended = [False, False]
+
+    def _event_time_to_end(self) -> None:
+        # the timers' part of the operator's watermark handling only: the watermark its
+        # contexts report (combined over both inputs) stays at the start of time until the
+        # final one, as the timer service's does between keys
+        AbstractStreamOperator.process_watermark(self.operator, MAX_WATERMARK)
 
     def process_element1(self, value: Any, timestamp: Optional[int] = None) -> None:
         self.process_batch1([value], None if timestamp is None else [timestamp])

@@ -37,7 +37,7 @@ from rill.datastream.window import (
     SlidingEventTimeWindows,
     TumblingEventTimeWindows,
 )
-from rill.common.streamrecord import MAX_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 from rill.state import ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor
 
 PARALLELISM = 2
@@ -394,7 +394,7 @@ class ApplyFactor(KeyedBroadcastProcessFunction):
         factor = ctx.get_broadcast_state(RULES).get(value[0])
         self.total.update((self.total.value() or 0) + value[1])
         ctx.timer_service().register_event_time_timer(END_TIMER)
-        yield "now", value[0], value[1], factor
+        yield "now", value[0], value[1], factor, ctx.current_watermark()
 
     def process_broadcast_element(self, value, ctx):
         ctx.get_broadcast_state(RULES).put(value[0], value[1])
@@ -409,7 +409,8 @@ def test_keyed_broadcast_reads_the_broadcast_side_first(env):
         env, lambda e: e.from_collection(EVENTS).key_by(lambda v: v[0])
         .connect(e.from_collection(FACTORS).broadcast(RULES)).process(ApplyFactor()))
     factors = dict(FACTORS)
-    now = [("now", k, v, factors.get(k)) for k, v, _ in EVENTS]  # every rule known before any record
+    # every rule known before any record, and no watermark before the end for any key
+    now = [("now", k, v, factors.get(k), MIN_TIMESTAMP) for k, v, _ in EVENTS]
     end = [("end", k, sum(e[1] for e in g), None if k not in factors else sum(e[1] for e in g) * factors[k])
            for k, g in by_key().items()]
     assert sorted(batch, key=repr) == sorted(now + end, key=repr)
