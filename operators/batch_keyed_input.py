@@ -191,7 +191,6 @@ class _BatchWrapper(StreamOperator):
             for ns in emptied:
                 del by_namespace[ns]
 
-
     def _event_time_to_end(self) -> None:
         self.operator.process_watermark(MAX_WATERMARK)
 
