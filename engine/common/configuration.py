@@ -12,16 +12,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 __all__ = ["Configuration", "ConfigOption", "ConfigOptions", "load_configuration"]
 
 
 @dataclass(frozen=True)
 class ConfigOption:
+    """One setting: its key, default and description (Flink's ``ConfigOption``).
+
+    :ivar deprecated_keys: older keys read when ``key`` is not set, first match wins (Flink's
+        ``withDeprecatedKeys``), so configurations written for older versions keep working.
+    """
+
     key: str
     default: Any
     description: str
+    deprecated_keys: Tuple[str, ...] = ()
 
     @property
     def env_var(self) -> str:
@@ -164,9 +171,22 @@ class Configuration:
     def to_dict(self) -> Dict[str, str]:
         return {k: str(v) for k, v in self._data.items()}
 
-    def get(self, option: ConfigOption) -> Any:
-        """The option's value converted to the type of its default."""
+    def get_raw(self, option: ConfigOption) -> Any:
+        """The value stored under ``option``'s key, else under its first deprecated key that is
+        set, else ``None``: unconverted, for options whose parsing is the caller's (durations,
+        enums)."""
         v = self._data.get(option.key)
+        if v is None:
+            for key in option.deprecated_keys:
+                v = self._data.get(key)
+                if v is not None:
+                    break
+        return v
+
+    def get(self, option: ConfigOption) -> Any:
+        """The option's value (read through its deprecated keys too) converted to the type of
+        its default."""
+        v = self.get_raw(option)
         if v is None:
             return option.default
         d = option.default

@@ -18,6 +18,7 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from rill.common.checkpointing_options import CheckpointingOptions
 from rill.common.configuration import ConfigOptions, Configuration
 from rill.common.job_execution_result import JobExecutionResult, VertexSummary
 from rill.runtime.source_coordinator import SourceCoordinator
@@ -42,6 +43,11 @@ class JobMaster:
     :param job_graph: the JobGraph to run.
     :param task_executor: where tasks are deployed (embedded: one in this process).
     :param configuration: job configuration (buffer sizes, timeouts).
+    :raises ValueError: for invalid checkpointing settings, naming the key (the client checks
+        them before it submits, so a job normally never gets here with one).
+
+    :ivar checkpointing_options: the job's ``CheckpointingOptions``, parsed once, for the
+        checkpoint coordinator.
     """
 
     def __init__(self, job_graph, task_executor, configuration: Configuration,
@@ -49,6 +55,7 @@ class JobMaster:
         self.job_graph = job_graph
         self.task_executor = task_executor
         self.config = configuration
+        self.checkpointing_options = CheckpointingOptions.from_configuration(configuration)
         self.job_parameters = dict(job_parameters or {})
         self.job_id = str(job_graph.get_job_id())
         self.job_name = job_graph.get_name()
