@@ -1,9 +1,8 @@
 """Life-cycle states of executions and jobs.
 
 Follows Flink's ``org.apache.flink.runtime.execution.ExecutionState`` and
-``org.apache.flink.api.common.JobStatus``. Flink's ``RECONCILING``/``SUSPENDED`` and
-``RESTARTING``/``RECONCILING`` states (job-manager fail-over) are left out: Rill has no
-job-manager high availability.
+``org.apache.flink.api.common.JobStatus``. Flink's ``RECONCILING`` and ``SUSPENDED`` states
+(job-manager fail-over) are left out: Rill has no job-manager high availability.
 """
 
 from __future__ import annotations
@@ -41,6 +40,9 @@ class JobStatus(enum.Enum):
     CREATED = "CREATED"
     RUNNING = "RUNNING"
     FAILING = "FAILING"
+    #: a task failed and the restart strategy allows a restart: every task is cancelled, then
+    #: (after the backoff) redeployed from the latest completed checkpoint; back to RUNNING
+    RESTARTING = "RESTARTING"
     FAILED = "FAILED"
     CANCELLING = "CANCELLING"
     CANCELED = "CANCELED"

@@ -78,6 +78,10 @@ class TaskDeploymentDescriptor:
     :param auto_watermark_interval_ms: periodic watermark interval (ms; 0: none).
     :param source_batch_size: records a source emits per mailbox action
         (``rill.source.batch-size``).
+    :param task_restore: the state to restore the subtask's operators from (a
+        ``rill.runtime.checkpoint.job_manager_task_restore.JobManagerTaskRestore``: the
+        checkpoint id and per generated operator id a handle the task reads), or ``None`` to
+        start empty (Flink's ``JobManagerTaskRestore`` in the descriptor).
 
     The other fields name the job, the subtask and its attempt, and list its produced
     partitions and consumed gates.
@@ -101,6 +105,7 @@ class TaskDeploymentDescriptor:
     slot_index: int = 0
     auto_watermark_interval_ms: int = 200
     source_batch_size: int = 1024
+    task_restore: Any = None
 
     @property
     def task_name_with_subtasks(self) -> str:

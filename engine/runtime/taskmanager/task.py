@@ -54,6 +54,8 @@ class RuntimeEnvironment:
     records_per_batch: int
     metrics: TaskIOMetrics
     auto_watermark_interval_ms: int = 200
+    #: the ``JobManagerTaskRestore`` of the deployment, or ``None``
+    task_restore: Any = None
 
 
 @dataclass(frozen=True)
@@ -173,6 +175,7 @@ class Task:
                 records_per_batch=self.tdd.source_batch_size,
                 metrics=self.metrics,
                 auto_watermark_interval_ms=self.tdd.auto_watermark_interval_ms,
+                task_restore=self.tdd.task_restore,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)
