@@ -9,6 +9,8 @@ subtask, so the last attempt's output is exact and the first attempt's is a pref
 from __future__ import annotations
 
 import os
+import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -111,3 +113,89 @@ def test_attempts_used_up_fail_the_job_with_the_last_cause(env, tmp_path):
     assert str(e.value.__cause__) == f"injected failure 3 at record {N // 2}"
     assert len(os.listdir(markers)) == 3
     assert set(outputs(out)) <= {0, 1, 2}
+
+
+@pytest.mark.embedded_only("reads the JobMaster's exception history and the REST view of it")
+def test_each_failure_is_in_the_exception_history_newest_first(env, tmp_path):
+    from rill.runtime.rest.messages import job_exceptions
+    from rill.runtime.rest.snapshot import snapshot_job_master
+
+    job(env, tmp_path, "fixed-delay", times=2, **{
+        "restart-strategy.fixed-delay.attempts": "3", "restart-strategy.fixed-delay.delay": "0 ms"})
+    client = env.execute_async("two failures")
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    jm = client._jm
+    assert jm.failure_handler.number_of_restarts == 2
+    history = jm.get_exception_history()
+    assert [(str(e.failure.error), e.restarted) for e in history] == [
+        (f"injected failure 1 at record {N // 2}", True), (f"injected failure 2 at record {N // 2}", True)]
+    rest = job_exceptions(snapshot_job_master(jm))
+    assert [e["exceptionName"] for e in rest["exceptionHistory"]["entries"]] == ["RuntimeError", "RuntimeError"]
+    assert f"injected failure 2 at record {N // 2}" in rest["root-exception"]
+    assert [t.tdd.attempt_number for t in jm.tasks] == [2] * len(jm.tasks)
+
+
+class HoldFirstAttempt(MapFunction):
+    """Attempt 0 writes its process id to ``release + ".pid"`` and stops at record ``at`` until
+    ``release`` exists (the test kills that process, or its TaskExecutor, meanwhile); later
+    attempts run through."""
+
+    def __init__(self, release: str, at: int):
+        self.release, self.at = release, at
+
+    def open(self, runtime_context):
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, value):
+        if value == self.at and self.attempt == 0:
+            Path(self.release + ".tmp").write_text(str(os.getpid()))
+            os.replace(self.release + ".tmp", self.release + ".pid")
+            deadline = time.monotonic() + 60
+            while not os.path.exists(self.release) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return value
+
+
+def held_job(cluster, tmp_path):
+    out, release = tmp_path / "out", tmp_path / "release"
+    out.mkdir()
+    env = cluster.environment(parallelism=2, **{
+        "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "1",
+        "restart-strategy.fixed-delay.delay": "0 ms"})
+    (env.from_collection(list(range(N))).map(HoldFirstAttempt(str(release), N - 1))
+        .key_by(lambda x: x % 4).map(lambda x: x).add_sink(FilePerAttempt(str(out))))
+    client = env.execute_async("held")
+    pid_file = tmp_path / "release.pid"
+    wait_for(pid_file.exists, "the first attempt to hold")
+    return client, out, release, int(pid_file.read_text())
+
+
+def wait_for(condition, what, timeout_s=60):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_killed_task_process_is_recovered(local_cluster, tmp_path):
+    c = local_cluster(2, 2)
+    client, out, release, holder = held_job(c, tmp_path)
+    assert holder in c.task_processes()  # a task process of the cluster: the held task's own
+    os.kill(holder, signal.SIGKILL)
+    release.touch()
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert outputs(out)[1] == list(range(N))
+    c.wait_no_task_processes()
+
+
+def test_a_killed_task_executor_is_recovered(local_cluster, tmp_path):
+    c = local_cluster(2, 2)
+    client, out, release, holder = held_job(c, tmp_path)
+    hosting = [pid for pid in c.task_executor_pids().values() if holder in c.task_processes([pid])]
+    assert len(hosting) == 1
+    c.remember_processes_silently()
+    os.kill(hosting[0], signal.SIGKILL)
+    release.touch()
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert outputs(out)[1] == list(range(N))
+    assert client.get_job_status() is JobStatus.FINISHED
