@@ -9,6 +9,9 @@ embedded one.
 graph layers instead of running the job (as Flink's plan environments abort the program with
 a ``ProgramAbortException`` once the plan is known).
 
+``rill run --from-savepoint PATH [--allow-non-restored-state]`` (Flink's ``-s``/``-n``) starts
+the job from a savepoint or retained checkpoint (``execution.state-recovery.*``).
+
 ``rill run`` prints each job's id when it is submitted (as ``flink run`` does). Ctrl-C while a
 job runs on a cluster cancels it and waits for it to stop, saying so with its id (a second
 Ctrl-C leaves it running and says how to cancel it); an embedded job ends with the process.
@@ -28,6 +31,7 @@ from typing import List, Optional
 
 import rill
 from rill.datastream import stream_execution_environment as _see
+from rill.graph.savepoint_restore_settings import SavepointRestoreSettings
 from rill.runtime.reporting import format_summary, run_progress_bar
 
 __all__ = ["main"]
@@ -51,10 +55,14 @@ class _CliContext:
         self.cluster_jobs: List = []  # ClusterJobClients submitted by this program
 
     target: Optional[str] = None
+    #: ``--from-savepoint`` / ``--allow-non-restored-state`` (written into every job's configuration)
+    savepoint_restore_settings: SavepointRestoreSettings = SavepointRestoreSettings.none()
 
     def configure(self, env) -> None:
         if self.parallelism is not None:
             env.set_parallelism(self.parallelism)
+        if self.savepoint_restore_settings.restore_savepoint():
+            self.savepoint_restore_settings.to_configuration(env.get_configuration())
         if self.target is not None:
             from rill.common.configuration import ConfigOptions  # noqa: PLC0415
             env.get_configuration().set(ConfigOptions.EXECUTION_TARGET, self.target)
@@ -210,6 +218,12 @@ def main(argv: Optional[List[str]] = None) -> int:
                      help="where the job runs: embedded (default: execution.target), cluster (the cluster "
                           "`rill cluster start` started here) or cluster://host:port")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("--from-savepoint", "-s", metavar="PATH", default=None,
+                     help="restore the job from this savepoint or retained checkpoint (its directory or metadata "
+                          "file); sets execution.state-recovery.path")
+    run.add_argument("--allow-non-restored-state", "-n", action="store_true",
+                     help="with --from-savepoint: skip state of operators the job no longer has instead of "
+                          "failing (execution.state-recovery.ignore-unclaimed-state)")
 
     plan = sub.add_parser("plan", help="print the graphs of a job file without running it", description=(
         "Run the program up to its first execute() and print the Transformations, StreamGraph, JobGraph "
@@ -270,6 +284,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "run":
         ctx = _CliContext(args.parallelism, "run", progress=not args.no_progress)
         ctx.target = args.target
+        if args.allow_non_restored_state and not args.from_savepoint:
+            parser.error("run: --allow-non-restored-state needs --from-savepoint PATH")
+        if args.from_savepoint:
+            path = args.from_savepoint  # a local path is the client's; a URL (s3://...) is kept as is
+            ctx.savepoint_restore_settings = SavepointRestoreSettings.for_path(
+                path if "://" in path else os.path.abspath(path), args.allow_non_restored_state)
     else:
         ctx = _CliContext(args.parallelism, "plan", as_json=args.json)
     started = time.monotonic()

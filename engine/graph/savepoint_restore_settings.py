@@ -37,7 +37,7 @@ class StateRecoveryOptions:
 class SavepointRestoreSettings:
     """The snapshot a job starts from, if any (Flink's ``SavepointRestoreSettings``).
 
-    :param path: the snapshot's directory or metadata file; ``None``: start empty.
+    :param restore_path: the snapshot's directory or metadata file; ``None``: start empty.
     :param allow_non_restored_state: skip state that maps to no operator of the job instead of
         failing the restore.
     """
@@ -83,5 +83,6 @@ class SavepointRestoreSettings:
             conf.remove_config(StateRecoveryOptions.SAVEPOINT_PATH.key)
         else:
             conf.set_string(StateRecoveryOptions.SAVEPOINT_PATH.key, self.restore_path)
-        conf.set_boolean(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key, self.allow_non_restored_state)
+        conf.set_string(StateRecoveryOptions.SAVEPOINT_IGNORE_UNCLAIMED_STATE.key,
+                        "true" if self.allow_non_restored_state else "false")  # as Flink writes booleans
         return conf
