@@ -40,13 +40,13 @@ class JobStatus(enum.Enum):
     CREATED = "CREATED"
     RUNNING = "RUNNING"
     FAILING = "FAILING"
-    #: a task failed and the restart strategy allows a restart: every task is cancelled, then
-    #: (after the backoff) redeployed from the latest completed checkpoint; back to RUNNING
-    RESTARTING = "RESTARTING"
     FAILED = "FAILED"
     CANCELLING = "CANCELLING"
     CANCELED = "CANCELED"
     FINISHED = "FINISHED"
+    #: a task failed and the restart strategy allows a restart: every task is cancelled, then
+    #: (after the backoff) redeployed from the latest completed checkpoint; back to RUNNING
+    RESTARTING = "RESTARTING"
 
     def is_globally_terminal_state(self) -> bool:
         """``FINISHED``, ``CANCELED`` and ``FAILED`` end the job for good."""

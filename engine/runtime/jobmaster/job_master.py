@@ -403,6 +403,10 @@ class JobMaster:
         with self._lock:
             if self.status.is_globally_terminal_state():
                 return
+            if self.status is JobStatus.RESTARTING:
+                # the failure being recovered from is in the exception history; the job ends
+                # CANCELED, as Flink's cancelled in RESTARTING
+                self._first_failure = self._consequent_failure = None
             if self.status in (JobStatus.RUNNING, JobStatus.CREATED, JobStatus.RESTARTING):
                 self.status = JobStatus.CANCELLING
             tasks = list(self.tasks)

@@ -199,3 +199,53 @@ def test_a_killed_task_executor_is_recovered(local_cluster, tmp_path):
     client.get_job_execution_result().result(timeout=TIMEOUT_S)
     assert outputs(out)[1] == list(range(N))
     assert client.get_job_status() is JobStatus.FINISHED
+
+
+def statuses_until_done(client, timeout_s=TIMEOUT_S):
+    """The distinct statuses a client sees, in order (polled; each phase of the tests lasts
+    at least 300 ms, reports on the cluster come every 100 ms)."""
+    seen = [client.get_job_status()]
+    deadline = time.monotonic() + timeout_s
+    while not client.is_done():
+        assert time.monotonic() < deadline, f"job did not end; statuses {seen}"
+        status = client.get_job_status()
+        if status is not seen[-1]:
+            seen.append(status)
+        time.sleep(0.005)
+    if client.get_job_status() is not seen[-1]:
+        seen.append(client.get_job_status())
+    return [s for s in seen if s is not JobStatus.CREATED]
+
+
+def slow(x):
+    time.sleep(0.002)
+    return x
+
+
+def test_the_job_goes_running_restarting_running_finished(env, tmp_path):
+    markers, out = tmp_path / "markers", tmp_path / "out"
+    markers.mkdir()
+    out.mkdir()
+    conf = env.get_configuration()
+    for key, value in {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "1",
+                       "restart-strategy.fixed-delay.delay": "400 ms"}.items():
+        conf.set_string(key, value)
+    env.from_collection(list(range(N))).map(slow).map(FailAt(str(markers), N // 2, 1)).add_sink(
+        FilePerAttempt(str(out)))
+    client = env.execute_async("observed restart")
+    assert statuses_until_done(client) == [JobStatus.RUNNING, JobStatus.RESTARTING, JobStatus.RUNNING,
+                                           JobStatus.FINISHED]
+    assert outputs(out)[1] == list(range(N))
+
+
+def test_a_job_cancelled_while_it_waits_to_restart_ends_canceled(env, tmp_path):
+    markers, out = job(env, tmp_path, "fixed-delay", times=1, **{
+        "restart-strategy.fixed-delay.attempts": "1", "restart-strategy.fixed-delay.delay": "60 s"})
+    client = env.execute_async("cancelled in backoff")
+    deadline = time.monotonic() + TIMEOUT_S
+    while client.get_job_status() is not JobStatus.RESTARTING:
+        assert time.monotonic() < deadline and not client.is_done(), client.get_job_status()
+        time.sleep(0.01)
+    client.cancel()
+    assert client.wait(TIMEOUT_S) is JobStatus.CANCELED
+    assert set(outputs(out)) <= {0}  # no second attempt
