@@ -27,7 +27,7 @@ import runpy
 import sys
 import time
 import traceback
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple
 
 import rill
 from rill.datastream import stream_execution_environment as _see
@@ -37,6 +37,15 @@ from rill.runtime.reporting import format_summary, run_progress_bar
 __all__ = ["main"]
 
 CANCEL_WAIT_S = 30.0
+
+
+def _dynamic_property(text: str) -> Tuple[str, str]:
+    """``-D key=value`` -> ``(key, value)``. :raises argparse.ArgumentTypeError: without ``=``
+    or with an empty key."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"-D expects KEY=VALUE, got {text!r}")
+    return key.strip(), value
 
 
 class _PlanAbort(Exception):
@@ -55,17 +64,22 @@ class _CliContext:
         self.cluster_jobs: List = []  # ClusterJobClients submitted by this program
 
     target: Optional[str] = None
+    #: ``-D key=value`` settings, applied to every environment before the program's own
+    dynamic_properties: Sequence[Tuple[str, str]] = ()
     #: ``--from-savepoint`` / ``--allow-non-restored-state`` (written into every job's configuration)
     savepoint_restore_settings: SavepointRestoreSettings = SavepointRestoreSettings.none()
 
     def configure(self, env) -> None:
         if self.parallelism is not None:
             env.set_parallelism(self.parallelism)
+        conf = env.get_configuration()
+        for key, value in self.dynamic_properties:
+            conf.set_string(key, value)
         if self.savepoint_restore_settings.restore_savepoint():
-            self.savepoint_restore_settings.to_configuration(env.get_configuration())
+            self.savepoint_restore_settings.to_configuration(conf)
         if self.target is not None:
             from rill.common.configuration import ConfigOptions  # noqa: PLC0415
-            env.get_configuration().set(ConfigOptions.EXECUTION_TARGET, self.target)
+            conf.set(ConfigOptions.EXECUTION_TARGET, self.target)
 
     def intercepts_execution(self) -> bool:
         return True
@@ -218,6 +232,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                      help="where the job runs: embedded (default: execution.target), cluster (the cluster "
                           "`rill cluster start` started here) or cluster://host:port")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("-D", dest="dynamic_properties", action="append", default=[], metavar="KEY=VALUE",
+                     type=_dynamic_property,
+                     help="a configuration setting for the job, as Flink's `flink run -D` (repeatable)")
     run.add_argument("--from-savepoint", "-s", metavar="PATH", default=None,
                      help="restore the job from this savepoint or retained checkpoint (its directory or metadata "
                           "file); sets execution.state-recovery.path")
@@ -284,6 +301,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "run":
         ctx = _CliContext(args.parallelism, "run", progress=not args.no_progress)
         ctx.target = args.target
+        ctx.dynamic_properties = tuple(args.dynamic_properties)
         if args.allow_non_restored_state and not args.from_savepoint:
             parser.error("run: --allow-non-restored-state needs --from-savepoint PATH")
         if args.from_savepoint:

@@ -17,6 +17,10 @@ from typing import Any, Dict, Optional, Tuple
 __all__ = ["Configuration", "ConfigOption", "ConfigOptions", "load_configuration"]
 
 
+#: key -> ConfigOption, for every option defined so far (in the order defined)
+_DEFINED_OPTIONS: Dict[str, "ConfigOption"] = {}
+
+
 @dataclass(frozen=True)
 class ConfigOption:
     """One setting: its key, default and description (Flink's ``ConfigOption``).
@@ -29,6 +33,11 @@ class ConfigOption:
     default: Any
     description: str
     deprecated_keys: Tuple[str, ...] = ()
+
+    def __post_init__(self):
+        # every option defined (ConfigOptions and the option groups: checkpointing, restart
+        # strategies) can be set through its RILL_* variable, see load_configuration
+        _DEFINED_OPTIONS.setdefault(self.key, self)
 
     @property
     def env_var(self) -> str:
@@ -215,7 +224,12 @@ def _config_file() -> Optional[Path]:
 
 
 def load_configuration(program: Optional[Configuration] = None) -> Configuration:
-    """Merge defaults ← config file ← ``RILL_*`` environment variables ← ``program``."""
+    """Merge defaults ← config file ← ``RILL_*`` environment variables ← ``program``.
+
+    A ``RILL_*`` variable is read for every ``ConfigOption`` defined when this runs: those of
+    ``ConfigOptions`` and of the option groups imported by then (``CheckpointingOptions`` and
+    ``RestartStrategyOptions`` are, whenever a ``StreamExecutionEnvironment`` is built).
+    """
     conf = Configuration()
     path = _config_file()
     if path is not None:
@@ -224,8 +238,8 @@ def load_configuration(program: Optional[Configuration] = None) -> Configuration
             if ":" in line:
                 k, v = line.split(":", 1)
                 conf.set_string(k.strip(), v.strip().strip('"').strip("'"))
-    for name, opt in vars(ConfigOptions).items():
-        if isinstance(opt, ConfigOption) and opt.env_var in os.environ:
+    for opt in list(_DEFINED_OPTIONS.values()):
+        if opt.env_var in os.environ:
             conf.set_string(opt.key, os.environ[opt.env_var])
     if program is not None:
         conf.add_all(program)

@@ -172,7 +172,8 @@ class CheckpointConfig:
         NO_EXTERNALIZED_CHECKPOINTS)."""
         return get_enum(self._conf, _O.EXTERNALIZED_CHECKPOINT_RETENTION, ExternalizedCheckpointRetention)
 
-    def set_externalized_checkpoint_retention(self, retention_mode: ExternalizedCheckpointRetention) -> "CheckpointConfig":
+    def set_externalized_checkpoint_retention(
+            self, retention_mode: ExternalizedCheckpointRetention) -> "CheckpointConfig":
         """:raises TypeError: if ``retention_mode`` is not an ``ExternalizedCheckpointRetention``."""
         if not isinstance(retention_mode, ExternalizedCheckpointRetention):
             raise TypeError(f"CheckpointConfig.set_externalized_checkpoint_retention needs an "

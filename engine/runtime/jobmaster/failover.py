@@ -18,6 +18,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from rill.runtime.executiongraph.failover.restart_backoff_time_strategy import RestartBackoffTimeStrategy
+
 __all__ = ["FailureHandlingResult", "ExecutionFailureHandler", "ExceptionHistoryEntry", "schedule_on_timer",
            "RestartScheduler"]
 
@@ -46,11 +48,10 @@ class ExecutionFailureHandler:
     """Asks the restart strategy about each failure of a running attempt (Flink's
     ``ExecutionFailureHandler``); with the full-restart failover strategy every task restarts.
 
-    :param restart_backoff_time_strategy: the job's ``RestartBackoffTimeStrategy``
-        (``can_restart()``, ``get_backoff_time()`` ms, ``notify_failure(cause)``).
+    :param restart_backoff_time_strategy: the job's strategy.
     """
 
-    def __init__(self, restart_backoff_time_strategy: Any) -> None:
+    def __init__(self, restart_backoff_time_strategy: RestartBackoffTimeStrategy) -> None:
         self._strategy = restart_backoff_time_strategy
         self.number_of_restarts = 0
 

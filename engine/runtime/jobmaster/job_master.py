@@ -29,6 +29,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from rill.common.checkpointing_options import CheckpointingOptions
 from rill.common.configuration import ConfigOptions, Configuration
+from rill.common.network_options import NetworkOptions
 from rill.common.job_execution_result import JobExecutionResult, VertexSummary
 from rill.graph.savepoint_restore_settings import SavepointRestoreSettings
 from rill.runtime.source_coordinator import SourceCoordinator
@@ -53,6 +54,7 @@ from rill.runtime.jobmaster.failover import (
     schedule_on_timer,
 )
 from rill.runtime.jobmaster.scheduler import assign_slots
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.state.checkpoint.metadata import CheckpointMetadata
 from rill.state.checkpoint.storage import create_checkpoint_storage
 from rill.runtime.watermark_alignment import WatermarkAlignmentGroups
@@ -130,15 +132,15 @@ class JobMaster:
 
     def _tdds(self) -> List[TaskDeploymentDescriptor]:
         conf = self.config
-        buffer_records = conf.get(ConfigOptions.RECORDS_PER_BUFFER)
-        default_timeout = conf.get(ConfigOptions.BUFFER_TIMEOUT)
+        network = NetworkOptions.from_configuration(conf)
         slots = assign_slots(self.job_graph, self.task_executor.num_slots)
+        timeline = ChannelTimelineSettings.from_configuration(conf)
         assignment = self._assign_states()
         tdds = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
             ejv = self.execution_graph.get_job_vertex(v.get_id())
             head_cfg = v.stream_configs[v.head_node_id]
-            timeout = head_cfg.buffer_timeout_ms if head_cfg.buffer_timeout_ms is not None else default_timeout
+            timeout = network.buffer_timeout_ms if head_cfg.buffer_timeout_ms is None else head_cfg.buffer_timeout_ms
             for ev in ejv.get_task_vertices():
                 execution = ev.get_current_execution()
                 produced = []
@@ -165,13 +167,11 @@ class JobMaster:
                     subtask_index=ev.subtask_index, parallelism=v.get_parallelism(),
                     attempt_number=execution.attempt_number, attempt_id=str(execution.attempt_id),
                     task_name=v.get_name(), produced_partitions=produced, input_gates=gates,
-                    job_parameters=self.job_parameters, buffer_timeout_ms=timeout,
-                    records_per_buffer=buffer_records,
-                    buffers_per_channel=conf.get(ConfigOptions.BUFFERS_PER_CHANNEL),
-                    floating_buffers_per_gate=conf.get(ConfigOptions.FLOATING_BUFFERS_PER_GATE),
+                    job_parameters=self.job_parameters, buffer_timeout_ms=timeout, network_options=network,
                     slot_index=slots[(str(v.get_id()), ev.subtask_index)].slot_index,
                     auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
+                    channel_timeline=timeline,
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))

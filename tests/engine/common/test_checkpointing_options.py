@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import pickle
+from importlib import import_module
 
 import pytest
 
@@ -319,10 +320,12 @@ def test_setter_errors(call, error, message):
 def test_environment_enable_checkpointing_writes_the_job_configuration():
     env = StreamExecutionEnvironment.get_execution_environment()
     assert env.get_checkpoint_config().is_checkpointing_enabled() is False
+    assert (env.get_checkpoint_interval(), env.get_checkpointing_mode()) == (-1, CheckpointingMode.EXACTLY_ONCE)
     assert env.enable_checkpointing(1000) is env
     assert env.get_configuration().get_string("execution.checkpointing.interval") == "1000"
     assert env.get_checkpoint_config().get_checkpointing_mode() is CheckpointingMode.EXACTLY_ONCE
     env.enable_checkpointing(2000, CheckpointingMode.AT_LEAST_ONCE)
+    assert (env.get_checkpoint_interval(), env.get_checkpointing_mode()) == (2000, CheckpointingMode.AT_LEAST_ONCE)
     cc = env.get_checkpoint_config()
     assert (cc.get_checkpoint_interval(), cc.get_checkpointing_mode()) == (2000, CheckpointingMode.AT_LEAST_ONCE)
     with pytest.raises(ValueError, match="Checkpoint interval must be larger than or equal to 10 ms"):
@@ -337,6 +340,19 @@ def test_environment_configuration_reaches_the_checkpoint_config():
 
 def test_pyflink_names_are_exported():
     assert ExportedMode is CheckpointingMode and ExportedRetention is ExternalizedCheckpointRetention
+    # PyFlink 2.x's module paths, for programs that import from them
+    assert import_module("rill.datastream.checkpointing_mode").CheckpointingMode is CheckpointingMode
+    assert import_module("rill.datastream.externalized_checkpoint_retention").ExternalizedCheckpointRetention \
+        is ExternalizedCheckpointRetention
+    assert import_module("rill.datastream.checkpoint_config").CheckpointConfig is CheckpointConfig
     assert [m.name for m in CheckpointingMode] == ["EXACTLY_ONCE", "AT_LEAST_ONCE"]
     assert [m.name for m in ExternalizedCheckpointRetention] == [
         "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION", "NO_EXTERNALIZED_CHECKPOINTS"]
+
+
+def test_environment_variables_set_checkpointing_and_restart_keys(monkeypatch):
+    monkeypatch.setenv("RILL_EXECUTION_CHECKPOINTING_INTERVAL", "5 s")
+    monkeypatch.setenv("RILL_RESTART_STRATEGY_TYPE", "fixed-delay")
+    conf = StreamExecutionEnvironment.get_execution_environment().get_configuration()
+    assert CheckpointConfig(conf).get_checkpoint_interval() == 5000
+    assert conf.get_string("restart-strategy.type") == "fixed-delay"

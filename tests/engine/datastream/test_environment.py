@@ -11,6 +11,7 @@ import pytest
 from rill.common import Configuration, JobExecutionResult, JobStatus
 from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.datastream import StreamExecutionEnvironment
+from rill.runtime.errors import JobExecutionException
 
 from _ds_helpers import collect, run, wait_until
 
@@ -312,3 +313,23 @@ def test_the_job_master_parses_the_checkpointing_options_once():
     client.get_job_execution_result().result(timeout=30)
     assert client._jm.checkpointing_options == CheckpointingOptions(
         interval_ms=1500, mode=CheckpointingMode.AT_LEAST_ONCE, checkpoint_dir="/tmp/rill-ckpt")
+
+
+def test_invalid_restart_strategy_fails_at_submission(env):
+    env.get_configuration().set_string("restart-strategy.type", "fixed-delay")
+    env.get_configuration().set_string("restart-strategy.fixed-delay.attempts", "-2")
+    env.from_collection([1]).print()
+    with pytest.raises(ValueError) as e:
+        env.execute_async("bad restart strategy")
+    assert str(e.value) == ("Invalid restart-strategy.fixed-delay.* configuration: Maximum number of restart "
+                            "attempts must be at least 0, got -2")
+
+
+def test_invalid_network_options_fail_the_deployment(env):
+    env.get_configuration().set_string("taskmanager.network.records-per-buffer", "0")
+    env.from_collection([1]).print()
+    # the JobMaster parses them (in the cluster's process in the cluster mode)
+    with pytest.raises(JobExecutionException) as e:
+        run(env, "bad network options")
+    assert str(e.value).endswith("failed during deployment: Invalid value 0 for "
+                                 "'taskmanager.network.records-per-buffer': a buffer holds at least one record")
