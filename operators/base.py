@@ -136,6 +136,20 @@ class StreamOperator:
         ``StreamOperator.snapshotState``); none by default."""
         return {}
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Called on the task thread before the task sends the barrier of ``checkpoint_id``
+        downstream: the last moment to emit records that belong before it (Flink's
+        ``prepareSnapshotPreBarrier``); nothing by default."""
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed in the whole job (Flink's
+        ``CheckpointListener.notifyCheckpointComplete``, a priority mail on the task thread);
+        nothing by default."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted (Flink's
+        ``CheckpointListener.notifyCheckpointAborted``); nothing by default."""
+
 
 class OneInputStreamOperator(StreamOperator):
     """An operator with one input (Flink's ``OneInputStreamOperator`` plus ``BoundedOneInput``)."""
@@ -343,6 +357,19 @@ class AbstractUdfStreamOperator(AbstractStreamOperator):
         state snapshot of :meth:`AbstractStreamOperator.snapshot_state`."""
         snapshot_function_state(self.user_function, checkpoint_id, timestamp)
         return super().snapshot_state(checkpoint_id, timestamp)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Forwarded to the user function when it has ``notify_checkpoint_complete``
+        (Flink's ``AbstractUdfStreamOperator`` does so for a ``CheckpointListener``)."""
+        notify = getattr(self.user_function, "notify_checkpoint_complete", None)
+        if notify is not None:
+            notify(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Forwarded to the user function when it has ``notify_checkpoint_aborted``."""
+        notify = getattr(self.user_function, "notify_checkpoint_aborted", None)
+        if notify is not None:
+            notify(checkpoint_id)
 
     def open(self) -> None:
         open_fn = getattr(self.user_function, "open", None)

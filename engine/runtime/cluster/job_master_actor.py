@@ -26,11 +26,12 @@ processes are asked to exit once all its tasks are terminal.
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import os
 import time
 from datetime import timedelta
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessage
@@ -41,13 +42,14 @@ from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, route_in_job_master
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.checkpoint.timer import Cancellable, CheckpointTimer
 from rill.runtime.cluster.shipping import enter_working_directory
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
 from rill.runtime.errors import JobExecutionException, NoResourceAvailableException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
 from rill.runtime.rest.snapshot import snapshot_job_master
 
-__all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "TaskExecutorLostException",
+__all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "ActorCheckpointTimer", "TaskExecutorLostException",
            "ControlProcessLostException"]
 
 log = logging.getLogger("rill.cluster.jobmaster")
@@ -128,6 +130,25 @@ class RemoteTask:
         self.execution_state = state
         self.listener(self, state, failure)
 
+    # -- checkpoints (the coordinator's calls, on the actor's thread) ---------------------------
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options) -> None:
+        """Send ``TriggerCheckpoint`` to the task's process.
+
+        :raises RuntimeError: if the task's process is not deployed (the coordinator declines).
+        """
+        if self.actor is None or self.released:
+            raise RuntimeError(f"{self.task_name_with_subtasks} is not deployed")
+        self._send(self.actor, m.TriggerCheckpoint(self.tdd.attempt_id, checkpoint_id, timestamp,
+                                                   cloudpickle.dumps(options)))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.actor is not None and not self.released:
+            self._send(self.actor, m.NotifyCheckpointComplete(self.tdd.attempt_id, checkpoint_id))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        if self.actor is not None and not self.released:
+            self._send(self.actor, m.NotifyCheckpointAborted(self.tdd.attempt_id, checkpoint_id))
+
     def cancel_execution(self) -> None:
         if self.execution_state.is_terminal():
             return
@@ -148,7 +169,9 @@ class ClusterDeployer:
         self._send = send
         self.tasks: Dict[str, RemoteTask] = {}
 
-    def submit_task(self, tdd, coordinators, listener) -> RemoteTask:
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> RemoteTask:
+        """A handle on a task to deploy; the task process acknowledges checkpoints with
+        messages, so ``checkpoint_responder`` is not used."""
         task = RemoteTask(tdd, self.slots[tdd.slot_index], listener, self._send)
         self.tasks[tdd.attempt_id] = task
         return task
@@ -162,6 +185,46 @@ class ClusterDeployer:
             task.released = True
             if task.actor is not None:
                 self._send(task.actor, ActorExitRequest())
+
+
+class ActorCheckpointTimer(CheckpointTimer):
+    """The checkpoint coordinator's timers as the actor's wake-ups, so that they run on the
+    actor's thread (the only one that may send): ``wakeupAfter`` with a ``(TIMER_PAYLOAD, n)``
+    payload that :meth:`run` looks up."""
+
+    TIMER_PAYLOAD = "checkpoint-timer"
+
+    def __init__(self, actor: Actor) -> None:
+        self._actor = actor
+        self._ids = itertools.count()
+        self._actions: Dict[int, Tuple[Cancellable, Callable[[], None]]] = {}
+        self._stopped = False
+
+    def schedule(self, delay_ms: float, action: Callable[[], None]) -> Cancellable:
+        handle = Cancellable()
+        if self._stopped:
+            handle.cancel()
+            return handle
+        n = next(self._ids)
+        self._actions[n] = (handle, action)
+        self._actor.wakeupAfter(timedelta(milliseconds=max(0.0, delay_ms)), payload=(self.TIMER_PAYLOAD, n))
+        return handle
+
+    def run(self, payload) -> bool:
+        """Run the action of a wake-up's ``payload``; whether it was one of this timer's."""
+        if not (isinstance(payload, tuple) and len(payload) == 2 and payload[0] == self.TIMER_PAYLOAD):
+            return False
+        handle, action = self._actions.pop(payload[1], (None, None))
+        if handle is not None and not handle.cancelled and not self._stopped:
+            try:
+                action()
+            except Exception:  # noqa: BLE001 - as ThreadTimer: logged, the timer goes on
+                log.exception("JobMaster checkpoint timer action failed")
+        return True
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self._actions.clear()
 
 
 class JobMasterActor(Actor):
@@ -186,6 +249,7 @@ class JobMasterActor(Actor):
         self.orphaned = False
         self.lost_resources = set()  # resource ids of lost TaskExecutors that held this job's slots
         self.slot_request_deadline: Optional[float] = None  # monotonic s, while a restart waits for slots
+        self.checkpoint_timer = ActorCheckpointTimer(self)
 
     def receiveMessage(self, msg, sender):  # noqa: N802, C901 - Thespian's name; one dispatch
         try:
@@ -254,7 +318,11 @@ class JobMasterActor(Actor):
                              ControlProcessLostException)
         elif isinstance(msg, WakeupMessage) and msg.payload == _RESTART:
             self._restart()
+        elif isinstance(msg, (m.AcknowledgeCheckpoint, m.DeclineCheckpoint)):
+            self._receive_checkpoint_message(msg)
         elif isinstance(msg, WakeupMessage):
+            if self.checkpoint_timer.run(msg.payload):
+                return
             self._check_dispatcher()
             self._heartbeat()
             self._report()
@@ -302,7 +370,7 @@ class JobMasterActor(Actor):
             return
         self.deployer = ClusterDeployer([], self.send)
         self.jm = JobMaster(job_graph, self.deployer, conf, sub.job_parameters, on_terminal=self._on_terminal,
-                            schedule_restart=self._schedule_restart)
+                            schedule_restart=self._schedule_restart, checkpoint_timer=self.checkpoint_timer)
         self.send(self.resource_manager, m.RequestSlots(self.job_id, sum(required_slots(job_graph).values())))
 
     def _fail_before_deployment(self, message: str) -> None:
@@ -415,6 +483,17 @@ class JobMasterActor(Actor):
         if not self.jm.result_future.done():
             self._start_task_processes()
 
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _receive_checkpoint_message(self, msg) -> None:
+        coordinator = None if self.jm is None else self.jm.checkpoint_coordinator
+        if coordinator is None:
+            return
+        if isinstance(msg, m.AcknowledgeCheckpoint):
+            coordinator.receive_acknowledge_message(msg.attempt_id, msg.checkpoint_id, msg.metrics,
+                                                    cloudpickle.loads(msg.subtask_state))
+        else:
+            coordinator.receive_decline_message(msg.checkpoint_id, msg.attempt_id, cloudpickle.loads(msg.reason))
+
     # -- failures -------------------------------------------------------------------------------
     def _fail_tasks(self, tasks: List[RemoteTask], cause: str, error_type=TaskExecutorLostException) -> None:
         """Fail ``tasks`` (all still running) with ``error_type(cause)``; with no task given, fail
@@ -514,7 +593,7 @@ class JobMasterActor(Actor):
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm),
-            job_master_pid=os.getpid(), failure_cause=cause)
+            job_master_pid=os.getpid(), failure_cause=cause, checkpoint_stats=jm.get_checkpoint_stats())
 
     def _rest_snapshot(self, jm):
         """The job as the REST API shows it; None (logged) if it cannot be read: the REST

@@ -43,6 +43,10 @@ from rill.runtime.deployment import (
     TaskDeploymentDescriptor,
 )
 from rill.runtime.checkpoint.state_assignment import StateAssignment, VertexRestoreTarget, assign_states
+from rill.runtime.checkpoint.checkpoint_coordinator import CheckpointCoordinator, operators_of_job_graph
+from rill.runtime.checkpoint.checkpoint_responder import CoordinatorCheckpointResponder
+from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsSnapshot
+from rill.runtime.checkpoint.timer import CheckpointTimer, ThreadTimer
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.executiongraph.failover.restart_backoff_time_strategy import (
     restart_backoff_time_strategy_from_configuration,
@@ -56,6 +60,7 @@ from rill.runtime.jobmaster.failover import (
 from rill.runtime.jobmaster.scheduler import assign_slots
 from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.state.checkpoint.metadata import CheckpointMetadata
+from rill.runtime.taskmanager.task import TaskFailure
 from rill.state.checkpoint.storage import create_checkpoint_storage
 from rill.runtime.watermark_alignment import WatermarkAlignmentGroups
 
@@ -74,10 +79,15 @@ class JobMaster:
         the key (the client checks them before it submits, so a job normally never gets here
         with one).
 
+    :param checkpoint_timer: where the checkpoint coordinator's timers run (default: a thread;
+        the cluster's JobMasterActor passes its own wake-ups).
+
     :ivar checkpointing_options: the job's ``CheckpointingOptions``, parsed once, for the
         checkpoint coordinator.
-    :ivar checkpoint_coordinator: the job's checkpoint coordinator, ``None`` without
-        checkpointing; a restart restores from its ``completed_checkpoint_store.get_latest()``.
+    :ivar checkpoint_coordinator: the job's
+        :class:`~rill.runtime.checkpoint.checkpoint_coordinator.CheckpointCoordinator` once the
+        job started with checkpointing enabled, else ``None``; a restart restores from its
+        ``completed_checkpoint_store.get_latest()``.
     :ivar failure_handler: the ``ExecutionFailureHandler`` over the job's restart strategy
         (``failure_handler.number_of_restarts``: restarts so far).
     :ivar exception_history: every failure the job went through, oldest first
@@ -86,7 +96,8 @@ class JobMaster:
 
     def __init__(self, job_graph, task_executor, configuration: Configuration,
                  job_parameters: Optional[Dict[str, str]] = None, on_terminal=None,
-                 schedule_restart: RestartScheduler = schedule_on_timer):
+                 schedule_restart: RestartScheduler = schedule_on_timer,
+                 checkpoint_timer: Optional[CheckpointTimer] = None):
         self.job_graph = job_graph
         self.task_executor = task_executor
         self.config = configuration
@@ -94,12 +105,15 @@ class JobMaster:
         self.savepoint_restore_settings = SavepointRestoreSettings.from_configuration(configuration)
         self.failure_handler = ExecutionFailureHandler(restart_backoff_time_strategy_from_configuration(
             configuration, self.checkpointing_options.enabled))
-        self.checkpoint_coordinator = None
         self.exception_history: List[ExceptionHistoryEntry] = []
         self._schedule_restart = schedule_restart
         self._restart_delay_ms = 0
         self._initial_restore: Optional[CheckpointMetadata] = None
         self._allow_non_restored_state = self.savepoint_restore_settings.allow_non_restored_state
+        self.checkpoint_coordinator: Optional[CheckpointCoordinator] = None
+        self._checkpoint_timer = checkpoint_timer
+        #: how embedded tasks acknowledge checkpoints (cluster tasks send messages instead)
+        self.checkpoint_responder = CoordinatorCheckpointResponder(lambda: self.checkpoint_coordinator)
         self.job_parameters = dict(job_parameters or {})
         self.job_id = str(job_graph.get_job_id())
         self.job_name = job_graph.get_name()
@@ -231,14 +245,71 @@ class JobMaster:
         try:
             self._load_initial_restore()
             self._create_coordinators()
+            self._create_checkpoint_coordinator()
             tdds = self._tdds()
             for tdd in tdds:
-                self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
+                self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state,
+                                                                 self.checkpoint_responder))
         except BaseException as e:
             self.fail_deployment(e)
             return
         for t in self.tasks:
             t.start()
+        if self.checkpoint_coordinator is not None:
+            self.checkpoint_coordinator.start_checkpoint_scheduler()
+
+    # -- checkpoints (rill.runtime.checkpoint) -----------------------------------------------
+    def _create_checkpoint_coordinator(self) -> None:
+        """The checkpoint coordinator, when checkpointing is enabled.
+
+        :raises NotImplementedError: for unaligned checkpoints (not built yet).
+        """
+        options = self.checkpointing_options
+        if not options.enabled:
+            return
+        if self._checkpoint_timer is None:
+            self._checkpoint_timer = ThreadTimer(f"rill-checkpoint-timer-{self.job_id[:8]}")
+        self.checkpoint_coordinator = CheckpointCoordinator(
+            self.job_id, options, operators_of_job_graph(self.job_graph), self._checkpoint_tasks,
+            create_checkpoint_storage(options.checkpoint_dir, self.job_id, options.savepoint_dir),
+            self._checkpoint_timer, self._fail_on_checkpoint_failure)
+
+    def _checkpoint_tasks(self):
+        """Every task with its state as recorded here (what the coordinator triggers and waits for)."""
+        with self._lock:
+            return [(t, self._execution(t).state) for t in self.tasks]
+
+    def _fail_on_checkpoint_failure(self, error: BaseException) -> None:
+        """Too many checkpoints failed in a row: the job fails with ``error`` (Flink's
+        ``CheckpointFailureManager`` failing the job)."""
+        with self._lock:
+            if self.status is not JobStatus.RUNNING:
+                return
+            self._first_failure = TaskFailure("CheckpointCoordinator", None, error)
+            self.status = JobStatus.FAILING
+            tasks = list(self.tasks)
+        for t in tasks:
+            t.cancel_execution()
+
+    def _on_checkpoint_task_state(self, task, state: ExecutionState) -> None:
+        coordinator = self.checkpoint_coordinator
+        if coordinator is None:
+            return
+        if state is ExecutionState.FAILED:
+            coordinator.on_task_failure()
+        elif state is ExecutionState.FINISHED:
+            coordinator.on_task_finished(task.tdd.attempt_id)
+
+    def _shutdown_checkpointing(self) -> None:
+        if self.checkpoint_coordinator is not None:
+            self.checkpoint_coordinator.shutdown()
+        if self._checkpoint_timer is not None:
+            self._checkpoint_timer.shutdown()
+
+    def get_checkpoint_stats(self) -> Optional[CheckpointStatsSnapshot]:
+        """The job's checkpoint statistics, ``None`` without checkpointing."""
+        coordinator = self.checkpoint_coordinator
+        return None if coordinator is None else coordinator.get_checkpoint_stats_snapshot()
 
     def fail_deployment(self, error: BaseException) -> None:
         """End the job as FAILED before it ran: cancel whatever was deployed and complete the
@@ -289,6 +360,7 @@ class JobMaster:
                     cancel = [t for t in self.tasks if t is not task]
             done = all(self._execution(t).state.is_terminal() for t in self.tasks)
             restart = done and self.status is JobStatus.RESTARTING
+        self._on_checkpoint_task_state(task, state)
         for t in cancel:
             t.cancel_execution()
         if restart:
@@ -339,7 +411,8 @@ class JobMaster:
             try:
                 self._create_coordinators()
                 for tdd in self._tdds():
-                    self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
+                    self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state,
+                                                                     self.checkpoint_responder))
             except BaseException as e:  # noqa: BLE001 - any deployment error fails the job
                 error = e
             else:
@@ -350,6 +423,8 @@ class JobMaster:
             return
         for t in tasks:
             t.start()
+        if self.checkpoint_coordinator is not None:  # the failure stopped it (Flink restarts it after a restore)
+            self.checkpoint_coordinator.start_checkpoint_scheduler()
 
     def get_exception_history(self) -> List[ExceptionHistoryEntry]:
         """Every failure so far, oldest first (the REST API's ``/jobs/:id/exceptions``)."""
@@ -388,6 +463,7 @@ class JobMaster:
             self._complete(JobCancellationException(self.job_id, f"Job '{self.job_name}' ({self.job_id}) was cancelled."), None)
 
     def _complete(self, error: Optional[BaseException], cause: Optional[BaseException]) -> None:
+        self._shutdown_checkpointing()
         if error is not None:
             error.__cause__ = cause
             self.result_future.set_exception(error)

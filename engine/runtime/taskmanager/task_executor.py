@@ -32,9 +32,10 @@ class TaskExecutor:
         self._tasks: Dict[str, Task] = {}
         self._lock = threading.Lock()
 
-    def submit_task(self, tdd, coordinators, listener) -> Task:
-        """Create the task (registering its partitions) without starting it."""
-        task = Task(tdd, self.network, coordinators, listener)
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> Task:
+        """Create the task (registering its partitions) without starting it; its checkpoint
+        acknowledgements go to ``checkpoint_responder``."""
+        task = Task(tdd, self.network, coordinators, listener, checkpoint_responder)
         with self._lock:
             self._tasks[tdd.attempt_id] = task
         return task
