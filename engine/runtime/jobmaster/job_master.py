@@ -108,6 +108,7 @@ class JobMaster:
         self.exception_history: List[ExceptionHistoryEntry] = []
         self._schedule_restart = schedule_restart
         self._restart_delay_ms = 0
+        self._restart_scheduled = False  # the failed attempt's last report scheduled the restart
         self._initial_restore: Optional[CheckpointMetadata] = None
         self._allow_non_restored_state = self.savepoint_restore_settings.allow_non_restored_state
         self.checkpoint_coordinator: Optional[CheckpointCoordinator] = None
@@ -359,7 +360,9 @@ class JobMaster:
                     self.status = self._handle_task_failure(task, failure)
                     cancel = [t for t in self.tasks if t is not task]
             done = all(self._execution(t).state.is_terminal() for t in self.tasks)
-            restart = done and self.status is JobStatus.RESTARTING
+            # once: a late report of this attempt (a CANCELING after its CANCELED) finds it done too
+            restart = done and self.status is JobStatus.RESTARTING and not self._restart_scheduled
+            self._restart_scheduled = self._restart_scheduled or restart
         self._on_checkpoint_task_state(task, state)
         for t in cancel:
             t.cancel_execution()
@@ -403,6 +406,7 @@ class JobMaster:
             for ev in self.execution_graph.get_all_execution_vertices():
                 ev.reset_for_new_execution()
             self._first_failure = self._consequent_failure = None
+            self._restart_scheduled = False
             self.tasks = []
             self.coordinators = {}
             self.watermark_alignment = WatermarkAlignmentGroups()
