@@ -15,7 +15,7 @@ import pytest
 
 from rill.common.checkpointing_options import CheckpointingMode
 from rill.common.co_functions import KeyedCoProcessFunction
-from rill.common.functions import KeyedProcessFunction, MapFunction
+from rill.common.functions import CheckpointListener, KeyedProcessFunction, MapFunction
 from rill.operators.checkpointed_function import CheckpointedFunction
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
 from rill.state import ListStateDescriptor, ValueStateDescriptor
@@ -59,8 +59,9 @@ class Position(MapFunction, CheckpointedFunction):
         return value
 
 
-class Count(KeyedProcessFunction):
-    """Counts records per key; logs the checkpoint notifications it gets to ``log``."""
+class Count(KeyedProcessFunction, CheckpointListener):
+    """Counts records per key; logs the checkpoint notifications it gets to ``log`` (as a
+    ``CheckpointListener``: only those hear of checkpoints, as in Flink)."""
 
     def __init__(self, log: str = ""):
         self.log = log
