@@ -62,6 +62,8 @@ class RuntimeEnvironment:
     attempt_id: str = ""
     #: where the task's checkpoint acknowledgements go (``None``: the task takes none)
     checkpoint_responder: Optional[CheckpointResponder] = None
+    #: the ``JobManagerTaskRestore`` of the deployment, or ``None``
+    task_restore: Any = None
 
 
 @dataclass(frozen=True)
@@ -193,6 +195,7 @@ class Task:
                 auto_watermark_interval_ms=self.tdd.auto_watermark_interval_ms,
                 attempt_id=self.tdd.attempt_id,
                 checkpoint_responder=self.checkpoint_responder,
+                task_restore=self.tdd.task_restore,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)

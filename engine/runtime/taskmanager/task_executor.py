@@ -40,6 +40,16 @@ class TaskExecutor:
             self._tasks[tdd.attempt_id] = task
         return task
 
+    def release_tasks(self, tasks: List[Task]) -> None:
+        """The JobMaster is done with these terminal tasks (a restart replaces them): release
+        the partitions they still hold (a finished producer's, which the cancelled consumers
+        never consumed) and forget them (Flink's ``TaskExecutor.releasePartitions``)."""
+        for task in tasks:
+            for partition in task.result_partitions:
+                self.partition_manager.release_partition(partition.partition_id)
+            with self._lock:
+                self._tasks.pop(task.tdd.attempt_id, None)
+
     def tasks(self) -> List[Task]:
         with self._lock:
             return list(self._tasks.values())

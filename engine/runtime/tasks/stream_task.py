@@ -88,7 +88,13 @@ class StreamTask:
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
             task_cancelled=self._cancel_requested.is_set,  # no reference back to the task
         )
-        return self.state_initializer.initialize(ctx)
+        return self.state_initializer.initialize(ctx, self._restored_operator_state(cfg))
+
+    def _restored_operator_state(self, cfg):
+        """The state the deployment restores operator ``cfg`` from, read here on the task thread
+        from its handle (Flink's ``TaskStateManager.prioritizedOperatorState``), or ``None``."""
+        restore = self.env.task_restore
+        return None if restore is None else restore.read_operator_state(str(cfg.operator_id))
 
     # -- life cycle (task thread) ------------------------------------------------------------
     def invoke(self) -> None:

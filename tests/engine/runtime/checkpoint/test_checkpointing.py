@@ -63,7 +63,8 @@ class Position(MapFunction, CheckpointedFunction):
 
 
 class Count(KeyedProcessFunction, CheckpointListener):
-    """Counts records per key; logs the checkpoint notifications it gets to ``log``."""
+    """Counts records per key; logs the checkpoint notifications it gets to ``log`` (as a
+    ``CheckpointListener``: only those hear of checkpoints, as in Flink)."""
 
     def __init__(self, log: str = ""):
         self.log = log
@@ -401,7 +402,8 @@ class FailAfterSnapshot(Position):
 
 
 def test_a_task_failure_aborts_the_pending_checkpoint(env):
-    _configure(env, interval_ms=50)
+    # no restart: with checkpointing the default (exponential-delay) would restart the job forever
+    _configure(env, interval_ms=50, **{"restart-strategy.type": "none"})
     (env.from_collection(list(range(2000))).map(FailAfterSnapshot(0.001)).name("Fail")
      .key_by(lambda i: i % KEYS).map(Position(0.02)).name("Slow")
      .add_sink(lambda v: None))
