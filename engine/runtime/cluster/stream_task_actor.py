@@ -45,18 +45,29 @@ METRICS_INTERVAL = timedelta(milliseconds=200)
 
 
 class _Outbox:
-    """Messages from any thread to the actor's thread; ``post`` wakes the actor."""
+    """Messages from any thread to the actor's thread; ``post`` wakes the actor.
+
+    Its socket pair is never closed: it lives until the process exits. Thespian keeps watching
+    the read end while it drains the last transmits after an ``ActorExitRequest`` (it clears an
+    actor's watch list only after other messages), and a closed descriptor whose number a new
+    transmit socket reuses makes its selector raise ``KeyError: ... is already registered``
+    out of the actor process (the traceback once seen in a cluster's output). ``seal`` stops
+    the wake-ups instead.
+    """
 
     def __init__(self) -> None:
         self._queue: collections.deque = collections.deque()
         self._r, self._w = socket.socketpair()
         self._r.setblocking(False)
         self._w.setblocking(False)
+        self._sealed = False
 
     def fileno(self) -> int:
         return self._r.fileno()
 
     def post(self, target: Any, msg: Any) -> None:
+        if self._sealed:
+            return  # the actor is exiting: nobody would deliver it
         self._queue.append((target, msg))
         try:
             self._w.send(b"x")
@@ -72,9 +83,9 @@ class _Outbox:
         while self._queue:
             yield self._queue.popleft()
 
-    def close(self) -> None:
-        self._r.close()
-        self._w.close()
+    def seal(self) -> None:
+        """Drop what is posted from now on (the actor has sent its last messages)."""
+        self._sealed = True
 
 
 class RemoteSourceCoordinator:
@@ -286,7 +297,7 @@ class StreamTaskActor(Actor):
             self.partition_manager.shutdown()
         if self.connection_manager is not None:
             self.connection_manager.shutdown()
-        self.outbox.close()
+        self.outbox.seal()
 
 
 def _pickle_failure(failure) -> bytes:
