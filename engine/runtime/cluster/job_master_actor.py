@@ -155,6 +155,7 @@ class JobMasterActor(Actor):
         self.supervisor = None
         self.heartbeat_interval_s = 1.0
         self.last_heartbeat = 0.0
+        self.unanswered_heartbeats: set = set()  # resource ids of TaskExecutors yet to answer
         self.watch = ParentWatch()
         self.orphaned = False
 
@@ -207,6 +208,8 @@ class JobMasterActor(Actor):
         elif isinstance(msg, m.CancelJob):
             if self.jm is not None:
                 self.jm.cancel()
+        elif isinstance(msg, m.JobMasterHeartbeatAck):
+            self.unanswered_heartbeats.discard(msg.resource_id)
         elif isinstance(msg, m.TaskExecutorLost):
             lost = [t for t in self.deployer.tasks.values() if t.slot.resource_id == msg.resource_id] \
                 if self.deployer else []
@@ -369,13 +372,16 @@ class JobMasterActor(Actor):
 
     def _heartbeat(self) -> None:
         """``JobMasterHeartbeat`` to every TaskExecutor with a slot of this job, every
-        ``heartbeat.interval``."""
+        ``heartbeat.interval``, but never a second one before it answered the first (see
+        ``JobMasterHeartbeatAck``: a hung TaskExecutor must not mute this JobMaster)."""
         now = time.monotonic()
         if self.deployer is None or self.final_sent or now - self.last_heartbeat < self.heartbeat_interval_s:
             return
         self.last_heartbeat = now
-        for te in {str(s.task_executor): s.task_executor for s in self.deployer.slots}.values():
-            self.send(te, m.JobMasterHeartbeat(self.job_id))
+        for rid, te in {s.resource_id: s.task_executor for s in self.deployer.slots}.items():
+            if rid not in self.unanswered_heartbeats:
+                self.unanswered_heartbeats.add(rid)
+                self.send(te, m.JobMasterHeartbeat(self.job_id))
 
     # -- end and reports --------------------------------------------------------------------------
     def _on_terminal(self, jm) -> None:

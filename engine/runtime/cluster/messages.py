@@ -352,10 +352,22 @@ class CancelJobTasks:
 @dataclass(frozen=True)
 class JobMasterHeartbeat:
     """JobMaster → each TaskExecutor running its tasks, every ``heartbeat.interval`` ms (Flink's
-    JobMaster↔TaskExecutor heartbeat): without one for ``heartbeat.timeout`` ms the
+    JobMaster↔TaskExecutor heartbeat request): without one for ``heartbeat.timeout`` ms the
     TaskExecutor stops the job's tasks and frees their slots."""
 
     job_id: str
+
+
+@dataclass(frozen=True)
+class JobMasterHeartbeatAck:
+    """TaskExecutor → JobMaster, for each ``JobMasterHeartbeat`` (Flink's heartbeat response).
+    The JobMaster sends a TaskExecutor its next heartbeat only once the last one is answered: a
+    process that hangs (SIGSTOP) takes messages into its socket but never acknowledges them, and
+    Thespian lets an actor have only 20 unacknowledged transmits (``MAX_PENDING_TRANSMITS``)
+    before it queues everything it sends, to every peer, for up to 5 minutes."""
+
+    job_id: str
+    resource_id: str
 
 
 # ---------------------------------------------------------------- JobMaster ↔ TaskExecutor ↔ StreamTask
