@@ -95,6 +95,7 @@ class RemoteTask:
         self.actor = None  # the StreamTask actor, once its process is ready
         self.data_address = None
         self.pid = None
+        self.network_memory = None  # (available, total) segments of its process, as last reported
         self.cancel_requested = False
         self.released = False  # the job is over for this task: its process is asked to exit
 
@@ -189,6 +190,7 @@ class JobMasterActor(Actor):
         elif isinstance(msg, m.TaskExecutionStateUpdate):
             task = self._task(msg.attempt_id)
             task.metrics.update(msg.snapshot, msg.source_progress)
+            task.network_memory = msg.network_memory or task.network_memory
             failure = None
             if msg.failure is not None:
                 failure = cloudpickle.loads(msg.failure)
@@ -197,7 +199,9 @@ class JobMasterActor(Actor):
                           type(failure.error).__name__, failure.error)
             task.update_state(ExecutionState[msg.state], failure)
         elif isinstance(msg, m.TaskMetricsReport):
-            self._task(msg.attempt_id).metrics.update(msg.snapshot, msg.source_progress)
+            task = self._task(msg.attempt_id)
+            task.metrics.update(msg.snapshot, msg.source_progress)
+            task.network_memory = msg.network_memory
         elif isinstance(msg, m.RequestSplit):
             self._serve_split(msg, sender)
         elif isinstance(msg, m.ReportedWatermarkEvent):
@@ -440,7 +444,9 @@ class JobMasterActor(Actor):
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm),
-            job_master_pid=os.getpid(), failure_cause=cause)
+            job_master_pid=os.getpid(), failure_cause=cause,
+            network_memory={t.task_name_with_subtasks: t.network_memory for t in self.deployer.tasks.values()
+                            if t.network_memory is not None})
 
     def _rest_snapshot(self, jm):
         """The job as the REST API shows it; None (logged) if it cannot be read: the REST

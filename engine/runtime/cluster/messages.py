@@ -124,6 +124,11 @@ class JobStatusReport:
         task. :ivar result: at the end, the pickled ``JobExecutionResult`` or exception.
     :ivar failure_cause: at the end of a failed job, its exception as text (the Dispatcher
         logs it without loading user code).
+    :ivar network_memory: ``"Name (i/p)"`` → ``(available, total)`` memory segments of the
+        NetworkBufferPool of that task's process as it last reported them (Flink's
+        ``Status.Shuffle.Netty.AvailableMemorySegments`` / ``TotalMemorySegments``, which are
+        per TaskManager: a cluster task has a process of its own); once the task is terminal,
+        as read right before it reported that state.
     """
 
     job_id: str
@@ -140,6 +145,7 @@ class JobStatusReport:
     rest_snapshot: Any = None
     job_master_pid: Optional[int] = None
     failure_cause: Optional[str] = None
+    network_memory: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 
     __repr__ = _short_repr
 
@@ -448,22 +454,31 @@ class DeployTask:
 
 @dataclass(frozen=True, repr=False)
 class TaskExecutionStateUpdate:
-    """StreamTask → JobMaster. ``failure`` is a pickled ``TaskFailure`` when the task failed."""
+    """StreamTask → JobMaster. ``failure`` is a pickled ``TaskFailure`` when the task failed;
+    ``network_memory`` is ``(available, total)`` memory segments of the task process's
+    NetworkBufferPool, read on the task thread right before it reported ``state`` (for a
+    terminal state: after the task released its partitions and gates)."""
 
     attempt_id: str
     state: str
     failure: Optional[bytes] = None
     snapshot: Any = None
     source_progress: int = 0
+    network_memory: Optional[Tuple[int, int]] = None
 
     __repr__ = _short_repr
 
 
 @dataclass(frozen=True, repr=False)
 class TaskMetricsReport:
+    """StreamTask → JobMaster every ``METRICS_INTERVAL``: the task's metrics, its source
+    progress and ``network_memory``, ``(available, total)`` memory segments of its process's
+    NetworkBufferPool."""
+
     attempt_id: str
     snapshot: Any
     source_progress: int
+    network_memory: Optional[Tuple[int, int]] = None
 
     __repr__ = _short_repr
 

@@ -153,6 +153,7 @@ class StreamTaskActor(Actor):
         self.partition_manager = None
         self.connection_manager = None
         self.task = None
+        self.network = None  # the task's NetworkEnvironment (its process's buffer budget)
         self.coordinators: Dict[int, RemoteSourceCoordinator] = {}
         self.released = False
         self.task_name = "?"
@@ -248,9 +249,9 @@ class StreamTaskActor(Actor):
         configuration = load_configuration(job_information.job_configuration)
         # this process runs this one task: its collector is tuned for records (see python_gc)
         apply_gc_thresholds(parse_gc_thresholds(configuration.get(ConfigOptions.TASK_GC_THRESHOLDS)))
-        network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
-                                     configuration=configuration)
-        self.task = Task(tdd, network, self.coordinators, self._on_state)
+        self.network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
+                                          configuration=configuration)
+        self.task = Task(tdd, self.network, self.coordinators, self._on_state)
         self.task.start()
 
     def _on_state(self, task, state, failure) -> None:
@@ -261,7 +262,12 @@ class StreamTaskActor(Actor):
         snapshot = task.metrics.snapshot() if state.is_terminal() else None
         progress = task.metrics.source_progress() if state.is_terminal() else 0
         self.outbox.post(self.job_master, m.TaskExecutionStateUpdate(self.attempt_id, state.name, payload,
-                                                                     snapshot, progress))
+                                                                     snapshot, progress, self._network_memory()))
+
+    def _network_memory(self):
+        """``(available, total)`` memory segments of this process's NetworkBufferPool."""
+        pool = self.network.network_buffer_pool
+        return pool.get_number_of_available_memory_segments(), pool.get_total_number_of_memory_segments()
 
     def _flush_outbox(self) -> None:
         for target, message in self.outbox.drain():
@@ -271,7 +277,7 @@ class StreamTaskActor(Actor):
         task = self.task
         if task is not None and not task.execution_state.is_terminal():
             self.send(self.job_master, m.TaskMetricsReport(self.attempt_id, task.metrics.snapshot(),
-                                                          task.metrics.source_progress()))
+                                                          task.metrics.source_progress(), self._network_memory()))
 
     def _orphaned(self) -> None:
         """The TaskExecutor's process exited: fail this task with that cause and exit."""
