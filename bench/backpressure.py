@@ -361,8 +361,59 @@ def _label(snapshot) -> str:
 LABELS = [f"A.{i}" for i in range(1, NUM_SUBTASKS + 1)] + [f"B.{i}" for i in range(1, NUM_SUBTASKS + 1)]
 
 
+TIMELINE_INTERVAL_MS = 50
+
+
+def plot_timelines(path: Path, work_dir: Path, run_names: Sequence[str]) -> Optional[Path]:
+    """One row per run: the backlog of A's subpartitions towards each B.j (buffers queued at
+    the sender) and the credit each B.j's remote channels had left, over time, from the
+    runs' channel timelines (``rill.network.timeline.*``). ``None`` if no run left one."""
+    import matplotlib  # noqa: PLC0415
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # noqa: PLC0415
+    import pyarrow.parquet as pq  # noqa: PLC0415
+
+    tables = {}
+    for name in run_names:
+        d = work_dir / "timelines" / name
+        files = sorted(d.rglob("*.parquet")) if d.exists() else []
+        if files:
+            tables[name] = pq.read_table(files[0].parent).to_pylist()
+    if not tables:
+        return None
+    fig, axes = plt.subplots(len(tables), 2, figsize=(14, 3.6 * len(tables)), squeeze=False)
+    for row, (name, rows) in enumerate(tables.items()):
+        t0 = min(r["ts"] for r in rows)
+        for col, (side, field, title) in enumerate((("output", "backlog", "A -> B.j backlog (buffers queued at A)"),
+                                                   ("input", "credit_available", "credit left at B.j's remote channels"))):
+            ax = axes[row][col]
+            # per B.j: in each sampling interval, the last value of every (task, channel) summed
+            last: Dict[str, Dict[int, Dict[tuple, int]]] = {}
+            for r in rows:
+                if r["side"] != side or r[field] is None:
+                    continue
+                if (side == "output") != r["task_name"].startswith("Source"):
+                    continue  # A's outputs; B's inputs
+                j = r["channel"] + 1 if side == "output" else r["subtask_index"] + 1
+                bucket = int((r["ts"] - t0).total_seconds() * 1000) // TIMELINE_INTERVAL_MS
+                last.setdefault(f"B.{j}", {}).setdefault(bucket, {})[(r["task_name"], r["index"], r["channel"])] = r[field]
+            series = {label: {b * TIMELINE_INTERVAL_MS / 1000: sum(v.values()) for b, v in buckets.items()}
+                      for label, buckets in last.items()}
+            for label in sorted(series):
+                pts = sorted(series[label].items())
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], label=label, lw=2.2 if label == f"B.{SLOW_SUBTASK + 1}" else 1)
+            ax.set_title(f"{name}: {title}")
+            ax.set_xlabel("s")
+            ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+    return path
+
+
 def run_job(cluster: Optional[BenchCluster], address: str, name: str, credit: bool, slow_rate: Optional[float],
-            warmup_s: float, duration_s: float, work_dir: Path, log=print) -> JobRun:
+            warmup_s: float, duration_s: float, work_dir: Path, log=print,
+            timeline_dir: Optional[Path] = None) -> JobRun:
     """Submit the job, sample its metrics for ``warmup_s + duration_s`` seconds, cancel it.
 
     :raises RuntimeError: if the job ends (fails) before its window is over.
@@ -379,6 +430,10 @@ def run_job(cluster: Optional[BenchCluster], address: str, name: str, credit: bo
     if cluster is not None:  # its secret is in its own run directory, not this process' one
         conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.run_dir / f"cluster-{cluster.port}.json"))
     conf.set_string("taskmanager.network.credit-model", "true" if credit else "false")
+    # per-channel credit / backlog / pool timelines, one Parquet file per task (plot_timelines)
+    if timeline_dir is not None:
+        conf.set_string("rill.network.timeline.interval", str(TIMELINE_INTERVAL_MS))
+        conf.set_string("rill.network.timeline.dir", str(timeline_dir / name))
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     env.set_parallelism(NUM_SUBTASKS)
     (env.from_source(NumberSequenceSource(0, SEQUENCE_LENGTH - 1), None, "A")
@@ -1241,7 +1296,8 @@ def run_job_part(args, log) -> Tuple[List[JobRun], List[dict], List[str], int]:
             log(f"job run '{name}': credit-based flow control {'on' if credit else 'off'}, "
                 f"B.4 limited to {_k(rate) + ' rec/s' if rate else 'nothing'}, {args.warmup:g} s warm-up + "
                 f"{args.duration:g} s window ...")
-            run = run_job(cluster, address, name, credit, rate, args.warmup, args.duration, work, log)
+            run = run_job(cluster, address, name, credit, rate, args.warmup, args.duration, work, log,
+                          timeline_dir=Path(args.out).resolve() / "timelines")
             summary = summarize_job(run)
             summary["root_cause"] = run.root_cause
             log(f"job run '{name}': backpressure root cause {json.dumps(run.root_cause)}")
@@ -1357,6 +1413,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print()
     png = out / "backpressure.png"
     plot(png, job_runs, job_summaries, conn_runs)
+    timelines_png = plot_timelines(out / "channel_timelines.png", out, [r.name for r in job_runs])
+    if timelines_png is not None:
+        print(f"channel timelines: {timelines_png} (Parquet: {out / 'timelines'})")
     report["elapsed_s"] = elapsed
     report["problems"] = problems
     (out / "backpressure.json").write_text(json.dumps(_jsonable(report), indent=1, default=str))

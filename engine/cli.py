@@ -24,7 +24,7 @@ import runpy
 import sys
 import time
 import traceback
-from typing import List, Optional
+from typing import List, Optional, Sequence, Tuple
 
 import rill
 from rill.datastream import stream_execution_environment as _see
@@ -33,6 +33,15 @@ from rill.runtime.reporting import format_summary, run_progress_bar
 __all__ = ["main"]
 
 CANCEL_WAIT_S = 30.0
+
+
+def _dynamic_property(text: str) -> Tuple[str, str]:
+    """``-D key=value`` -> ``(key, value)``. :raises argparse.ArgumentTypeError: without ``=``
+    or with an empty key."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"-D expects KEY=VALUE, got {text!r}")
+    return key.strip(), value
 
 
 class _PlanAbort(Exception):
@@ -51,13 +60,18 @@ class _CliContext:
         self.cluster_jobs: List = []  # ClusterJobClients submitted by this program
 
     target: Optional[str] = None
+    #: ``-D key=value`` settings, applied to every environment before the program's own
+    dynamic_properties: Sequence[Tuple[str, str]] = ()
 
     def configure(self, env) -> None:
         if self.parallelism is not None:
             env.set_parallelism(self.parallelism)
+        conf = env.get_configuration()
+        for key, value in self.dynamic_properties:
+            conf.set_string(key, value)
         if self.target is not None:
             from rill.common.configuration import ConfigOptions  # noqa: PLC0415
-            env.get_configuration().set(ConfigOptions.EXECUTION_TARGET, self.target)
+            conf.set(ConfigOptions.EXECUTION_TARGET, self.target)
 
     def intercepts_execution(self) -> bool:
         return True
@@ -210,6 +224,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                      help="where the job runs: embedded (default: execution.target), cluster (the cluster "
                           "`rill cluster start` started here) or cluster://host:port")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
+    run.add_argument("-D", dest="dynamic_properties", action="append", default=[], metavar="KEY=VALUE",
+                     type=_dynamic_property,
+                     help="a configuration setting for the job, as Flink's `flink run -D` (repeatable)")
 
     plan = sub.add_parser("plan", help="print the graphs of a job file without running it", description=(
         "Run the program up to its first execute() and print the Transformations, StreamGraph, JobGraph "
@@ -270,6 +287,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "run":
         ctx = _CliContext(args.parallelism, "run", progress=not args.no_progress)
         ctx.target = args.target
+        ctx.dynamic_properties = tuple(args.dynamic_properties)
     else:
         ctx = _CliContext(args.parallelism, "plan", as_json=args.json)
     started = time.monotonic()

@@ -12,16 +12,32 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 __all__ = ["Configuration", "ConfigOption", "ConfigOptions", "load_configuration"]
 
 
+#: key -> ConfigOption, for every option defined so far (in the order defined)
+_DEFINED_OPTIONS: Dict[str, "ConfigOption"] = {}
+
+
 @dataclass(frozen=True)
 class ConfigOption:
+    """One setting: its key, default and description (Flink's ``ConfigOption``).
+
+    :ivar deprecated_keys: older keys read when ``key`` is not set, first match wins (Flink's
+        ``withDeprecatedKeys``), so configurations written for older versions keep working.
+    """
+
     key: str
     default: Any
     description: str
+    deprecated_keys: Tuple[str, ...] = ()
+
+    def __post_init__(self):
+        # every option defined (ConfigOptions and the option groups: checkpointing, restart
+        # strategies) can be set through its RILL_* variable, see load_configuration
+        _DEFINED_OPTIONS.setdefault(self.key, self)
 
     @property
     def env_var(self) -> str:
@@ -164,9 +180,22 @@ class Configuration:
     def to_dict(self) -> Dict[str, str]:
         return {k: str(v) for k, v in self._data.items()}
 
-    def get(self, option: ConfigOption) -> Any:
-        """The option's value converted to the type of its default."""
+    def get_raw(self, option: ConfigOption) -> Any:
+        """The value stored under ``option``'s key, else under its first deprecated key that is
+        set, else ``None``: unconverted, for options whose parsing is the caller's (durations,
+        enums)."""
         v = self._data.get(option.key)
+        if v is None:
+            for key in option.deprecated_keys:
+                v = self._data.get(key)
+                if v is not None:
+                    break
+        return v
+
+    def get(self, option: ConfigOption) -> Any:
+        """The option's value (read through its deprecated keys too) converted to the type of
+        its default."""
+        v = self.get_raw(option)
         if v is None:
             return option.default
         d = option.default
@@ -195,7 +224,12 @@ def _config_file() -> Optional[Path]:
 
 
 def load_configuration(program: Optional[Configuration] = None) -> Configuration:
-    """Merge defaults ← config file ← ``RILL_*`` environment variables ← ``program``."""
+    """Merge defaults ← config file ← ``RILL_*`` environment variables ← ``program``.
+
+    A ``RILL_*`` variable is read for every ``ConfigOption`` defined when this runs: those of
+    ``ConfigOptions`` and of the option groups imported by then (``CheckpointingOptions`` and
+    ``RestartStrategyOptions`` are, whenever a ``StreamExecutionEnvironment`` is built).
+    """
     conf = Configuration()
     path = _config_file()
     if path is not None:
@@ -204,8 +238,8 @@ def load_configuration(program: Optional[Configuration] = None) -> Configuration
             if ":" in line:
                 k, v = line.split(":", 1)
                 conf.set_string(k.strip(), v.strip().strip('"').strip("'"))
-    for name, opt in vars(ConfigOptions).items():
-        if isinstance(opt, ConfigOption) and opt.env_var in os.environ:
+    for opt in list(_DEFINED_OPTIONS.values()):
+        if opt.env_var in os.environ:
             conf.set_string(opt.key, os.environ[opt.env_var])
     if program is not None:
         conf.add_all(program)

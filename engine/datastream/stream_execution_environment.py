@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Callable, List, Optional, Sequence
 
+from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.common.configuration import ConfigOptions, Configuration, load_configuration
 from rill.common.execution_config import ExecutionConfig
 from rill.common.job_execution_result import JobExecutionResult
+from rill.datastream.checkpoint_config import CheckpointConfig
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import FileSource, StreamFormat
 from rill.common.connector.source import Source
@@ -15,6 +17,9 @@ from rill.common.row import Row
 from rill.common.typeinfo import RowTypeInfo
 from rill.common.watermark_strategy import WatermarkStrategy
 from rill.graph.stream_graph_generator import StreamGraphGenerator
+from rill.runtime.executiongraph.failover.restart_backoff_time_strategy import (
+    restart_backoff_time_strategy_from_configuration,
+)
 from rill.runtime.executor import submit_job
 from rill.datastream.data_stream import DataStream
 from rill.graph.transformations import (
@@ -141,24 +146,45 @@ class StreamExecutionEnvironment:
     def _not_yet(self, what: str, why: str) -> None:
         raise NotImplementedError(f"StreamExecutionEnvironment.{what} is not implemented in Rill yet: {why}")
 
-    def enable_checkpointing(self, interval: int, mode: Any = None) -> "StreamExecutionEnvironment":
-        """Not built yet: checkpoints (barriers, Parquet snapshots) come with a later issue.
+    def enable_checkpointing(self, interval: int, mode: Optional[CheckpointingMode] = None) -> "StreamExecutionEnvironment":
+        """Checkpoint the job every ``interval`` ms, in ``mode`` (EXACTLY_ONCE unless given):
+        writes ``execution.checkpointing.interval`` (and ``.mode``) of the job's configuration.
 
-        :raises NotImplementedError: always.
+        :raises ValueError: for an interval under 10 ms (Flink's rule).
+        :raises TypeError: for a ``mode`` that is not a ``CheckpointingMode``.
         """
-        self._not_yet("enable_checkpointing", "checkpoints and snapshots are not built")
+        config = self.get_checkpoint_config()
+        config.set_checkpoint_interval(interval)
+        if mode is not None:
+            config.set_checkpointing_mode(mode)
+        return self
 
-    def get_checkpoint_config(self) -> Any:
-        """:raises NotImplementedError: always (no checkpoints yet)."""
-        self._not_yet("get_checkpoint_config", "checkpoints and snapshots are not built")
+    def get_checkpoint_interval(self) -> int:
+        """ms between checkpoints, or -1 while checkpointing is disabled (shorthand for
+        ``get_checkpoint_config().get_checkpoint_interval()``)."""
+        return self.get_checkpoint_config().get_checkpoint_interval()
+
+    def get_checkpointing_mode(self) -> CheckpointingMode:
+        """Shorthand for ``get_checkpoint_config().get_checkpointing_mode()``."""
+        return self.get_checkpoint_config().get_checkpointing_mode()
+
+    def get_checkpoint_config(self) -> CheckpointConfig:
+        """The job's checkpointing settings, a view that reads and writes this environment's
+        ``Configuration`` (Flink 2.x)."""
+        return CheckpointConfig(self._config)
 
     def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
         """:raises NotImplementedError: always (the heap keyed state backend is the only one)."""
         self._not_yet("set_state_backend", "the heap keyed state backend is the only one")
 
     def set_restart_strategy(self, restart_strategy_configuration: Any) -> None:
-        """:raises NotImplementedError: always (a failed job fails; no restarts)."""
-        self._not_yet("set_restart_strategy", "failed jobs are not restarted")
+        """Removed in Flink 2.0 (FLINK-36249), and so not built: choose the restart strategy
+        with ``restart-strategy.type`` and its options in the job's Configuration.
+
+        :raises NotImplementedError: always, naming the configuration keys to use instead.
+        """
+        self._not_yet("set_restart_strategy", "Flink 2.0 removed it (FLINK-36249); set 'restart-strategy.type' "
+                                              "and its 'restart-strategy.*' options in the job's Configuration")
 
     def add_jars(self, *jars_path: str) -> None:
         """:raises NotImplementedError: always (Rill runs Python only)."""
@@ -285,6 +311,9 @@ class StreamExecutionEnvironment:
     def execute_async(self, job_name: Optional[str] = None, _collect_channel=None):
         """Submit the job and return a ``JobClient`` at once."""
         job_name = job_name or "Flink Streaming Job"
+        # a bad checkpointing or restart setting fails here, before submission
+        checkpointing = CheckpointingOptions.from_configuration(self._config)
+        restart_backoff_time_strategy_from_configuration(self._config, checkpointing.enabled)
         if _context is not None and _context.intercepts_execution():
             transformations = list(self._transformations)
             stream_graph = self.get_stream_graph(job_name, clear_transformations=True)

@@ -18,6 +18,9 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
+from rill.common.network_options import NetworkOptions
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
+
 __all__ = [
     "ResultPartitionDeploymentDescriptor",
     "InputGateDeploymentDescriptor",
@@ -72,12 +75,17 @@ class TaskDeploymentDescriptor:
         ``head_node_id``, ``stream_configs``, ``transitive_out_edges``, ``in_edges``): the
         JobVertex in the embedded mode, a :class:`TaskInformation` on the cluster, ``None`` in
         the per-subtask part shipped to a cluster task (:func:`subtask_descriptor`).
-    :param buffer_timeout_ms: output flush interval (ms; 0: after every record, -1: when full).
-    :param records_per_buffer: records per local network buffer.
+    :param buffer_timeout_ms: output flush interval of this vertex (ms; 0: after every record,
+        -1: when full): its operator's own setting, else the job's
+        ``network_options.buffer_timeout_ms``.
+    :param network_options: the job's ``NetworkOptions`` (buffers per channel and gate, records
+        per buffer), one frozen object shared by every descriptor of the job.
     :param slot_index: the slot (of the TaskExecutor the JobMaster deploys to) it runs in.
     :param auto_watermark_interval_ms: periodic watermark interval (ms; 0: none).
     :param source_batch_size: records a source emits per mailbox action
         (``rill.source.batch-size``).
+    :param channel_timeline: record the task's channel timeline (``rill.network.timeline.*``),
+        or ``None``.
 
     The other fields name the job, the subtask and its attempt, and list its produced
     partitions and consumed gates.
@@ -95,12 +103,11 @@ class TaskDeploymentDescriptor:
     input_gates: List[InputGateDeploymentDescriptor]
     job_parameters: Dict[str, str] = field(default_factory=dict)
     buffer_timeout_ms: int = 100
-    records_per_buffer: int = 1024
-    buffers_per_channel: int = 2
-    floating_buffers_per_gate: int = 8
+    network_options: NetworkOptions = NetworkOptions()
     slot_index: int = 0
     auto_watermark_interval_ms: int = 200
     source_batch_size: int = 1024
+    channel_timeline: Optional[ChannelTimelineSettings] = None
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -134,3 +134,24 @@ def test_cli_print(tmp_path, small_text, parallelism):
     assert re.search(r"^Reduce -> Sink: Print to Std\. Out\s+" + str(parallelism) + r"\s+([\d,]+)\s",
                      proc.stderr, re.MULTILINE), proc.stderr
     assert list(tmp_path.iterdir()) == []  # printing writes no files
+
+
+def test_cli_dynamic_properties_reach_the_job(tmp_path, small_text):
+    """``rill run -D key=value`` sets the job's configuration, as ``flink run -D``: here a channel
+    timeline (a relative directory: the client's working directory) and a bad value refused."""
+    proc = subprocess.run(
+        [RILL, "run", "--no-progress", "-p", "2", "-D", "rill.network.timeline.interval=5",
+         "-D", "rill.network.timeline.dir=tl", "-m", "rill.examples.word_count", "--", "--input", str(small_text)],
+        cwd=tmp_path, capture_output=True, text=True, encoding="utf-8", timeout=120,
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [job_dir] = list((tmp_path / "tl").iterdir())
+    assert re.fullmatch(r"[0-9a-f]{32}", job_dir.name)
+    # embedded: only the source chain has outputs (local channels in, nothing to sample for the sink)
+    assert sorted(p.name for p in job_dir.iterdir()) == [
+        "Source_Custom_File_Source_-_FlatMap_-_Map_1_2_-attempt0.parquet",
+        "Source_Custom_File_Source_-_FlatMap_-_Map_2_2_-attempt0.parquet"]
+    bad = subprocess.run([RILL, "run", "-D", "no-equals-sign", "-m", "rill.examples.word_count"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "-D expects KEY=VALUE, got 'no-equals-sign'" in bad.stderr

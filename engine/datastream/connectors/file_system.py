@@ -3,7 +3,9 @@
 ``FileSource`` reads text lines; each file is cut into byte-range splits of at most
 ``split_size_bytes`` (a line belongs to the split in which it starts, as Hadoop's and Flink's
 text input formats rule), so several subtasks share a large file and a fast subtask takes more
-splits. ``FileSink`` writes one line per record into part files under bucket directories.
+splits. A split's checkpointed position is the number of its lines emitted (Flink's
+``CheckpointedPosition`` with ``recordsAfterOffset`` from the split's start); a restore reads
+the split again and emits from the next line (the files must not change in between). ``FileSink`` writes part files under bucket directories, exactly once with checkpoints.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ import os
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, List, Optional, Sequence
+from typing import Any, Iterator, List, Optional, Sequence
 
 from rill.common.serialization import Encoder
 from rill.common.connector.source import Source, SourceReader, SourceSplit
-from rill.operators.file_sink import FileSinkWriter
 
 __all__ = [
     "StreamFormat",
@@ -57,6 +58,16 @@ class _TextLineReader(SourceReader):
         self.charset = charset
 
     def read(self, split: FileSourceSplit) -> Iterator[List[str]]:
+        return self.read_from(split, 0)
+
+    def read_from(self, split: FileSourceSplit, records_to_skip: int) -> Iterator[List[str]]:
+        """The split's lines after the first ``records_to_skip`` (the split's bytes are read
+        and cut into lines as :meth:`read` does; the skipped lines are only not emitted)."""
+        if records_to_skip < 0:
+            raise ValueError(f"FileSource reader: records_to_skip must be >= 0, got {records_to_skip}")
+        return self._lines(split, records_to_skip)
+
+    def _lines(self, split: FileSourceSplit, skip: int) -> Iterator[List[str]]:
         with open(split.path, "rb") as f:
             start, end = split.offset, split.offset + split.length
             if start > 0:
@@ -81,8 +92,9 @@ class _TextLineReader(SourceReader):
         if n == 0:
             self.progress_units += split.length
             return
-        done, step = 0, self.batch_size
-        for i in range(0, n, step):
+        done, step = split.length * min(skip, n) // n, self.batch_size
+        self.progress_units += done
+        for i in range(min(skip, n), n, step):
             batch = lines[i:i + step]
             share = split.length * min(i + step, n) // n
             self.progress_units += share - done
@@ -218,33 +230,68 @@ class BucketAssigner:
 
 
 class RollingPolicy:
-    """When a part file is closed and the next one started."""
+    """When an in-progress part file is closed and the next one started (Flink's
+    ``RollingPolicy``; PyFlink's ``RollingPolicy`` factories).
 
-    def __init__(self, part_size_bytes: int = 128 << 20):
+    :param part_size_bytes: roll before a record when the part is larger (``None``: never on
+        a record).
+    :param roll_on_checkpoint: roll at every checkpoint (``True``), or only when the part is
+        larger than ``part_size_bytes`` (``False``, Flink's ``DefaultRollingPolicy``); a part
+        not rolled stays in progress across the checkpoint with its valid length recorded.
+    """
+
+    def __init__(self, part_size_bytes: Optional[int] = 128 << 20, roll_on_checkpoint: bool = False):
+        if part_size_bytes is not None and part_size_bytes < 0:
+            raise ValueError(f"RollingPolicy: part size must be >= 0 bytes, got {part_size_bytes}")
         self.part_size_bytes = part_size_bytes
+        self.roll_on_checkpoint = roll_on_checkpoint
 
     @staticmethod
     def default_rolling_policy(part_size: int = 128 << 20, rollover_interval: int = 60_000,
                                inactivity_interval: int = 60_000) -> "RollingPolicy":
+        """Flink's ``DefaultRollingPolicy`` by part size (bytes). Rill does not roll by time
+        yet: ``rollover_interval`` and ``inactivity_interval`` (ms) are accepted and unused."""
         return RollingPolicy(part_size)
+
+    @staticmethod
+    def on_checkpoint_rolling_policy() -> "RollingPolicy":
+        """Flink's ``OnCheckpointRollingPolicy``: a part per checkpoint, never rolled by size
+        (the only kind bulk formats take)."""
+        return RollingPolicy(None, roll_on_checkpoint=True)
+
+    def should_roll_on_checkpoint(self, part_size_bytes: int) -> bool:
+        """Whether an in-progress part of ``part_size_bytes`` is closed at a checkpoint."""
+        return self.roll_on_checkpoint or (self.part_size_bytes is not None and part_size_bytes > self.part_size_bytes)
 
 
 class FileSink:
-    """Row-format file sink: ``encoder.encode(record)`` per record, into
-    ``<base>/<bucket>/<prefix>-<uuid>-<subtask>-<n><suffix>``.
+    """Exactly-once file sink (Flink's ``FileSink``; PyFlink's ``FileSink.for_row_format`` /
+    ``for_bulk_format``): records go into part files under bucket directories of
+    ``base_path``, hidden while in progress or pending and renamed visible when the checkpoint
+    that covers them completes, or at the end of input without checkpointing. Names:
+    ``<bucket>/<prefix>-<run id>-<subtask>-<n><suffix>``, in progress
+    ``.<that name>.inprogress.<uuid>``; the protocol is in :mod:`rill.operators.file_sink`.
 
-    Files are written as hidden ``.<name>.inprogress`` files and renamed to their final name
-    when the subtask finishes (Flink commits on checkpoints; until Rill has checkpoints, the end
-    of input is the commit point, as in Flink's BATCH execution).
+    Row formats write ``encoder.encode(record)`` per record; bulk formats (e.g.
+    ``ParquetBulkWriters.for_row_type``) write through a ``BulkWriterFactory`` and roll on
+    every checkpoint.
 
     A relative ``base_path`` is made absolute against the working directory of the program that
     builds the sink, so a job on a cluster writes where its program was run.
+
+    :raises ValueError: for a bulk format with a rolling policy that does not roll on every
+        checkpoint (a bulk file cannot be continued after a checkpoint).
     """
 
-    def __init__(self, base_path: str, encoder: Encoder, output_file_config: OutputFileConfig,
-                 bucket_assigner: BucketAssigner, rolling_policy: RollingPolicy):
+    def __init__(self, base_path: str, encoder: Optional[Encoder], output_file_config: OutputFileConfig,
+                 bucket_assigner: BucketAssigner, rolling_policy: RollingPolicy,
+                 bulk_writer_factory: Any = None):
+        if bulk_writer_factory is not None and not rolling_policy.roll_on_checkpoint:
+            raise ValueError("FileSink: a bulk format needs a rolling policy that rolls on every checkpoint "
+                             "(RollingPolicy.on_checkpoint_rolling_policy())")
         self.base_path = os.path.abspath(str(base_path))
         self.encoder = encoder
+        self.bulk_writer_factory = bulk_writer_factory
         self.output_file_config = output_file_config
         self.bucket_assigner = bucket_assigner
         self.rolling_policy = rolling_policy
@@ -254,29 +301,50 @@ class FileSink:
     def for_row_format(base_path: str, encoder: Encoder) -> "_RowFormatBuilder":
         return _RowFormatBuilder(base_path, encoder)
 
-    def create_writer(self) -> FileSinkWriter:
-        return FileSinkWriter(self)
+    @staticmethod
+    def for_bulk_format(base_path: str, writer_factory: Any) -> "_BulkFormatBuilder":
+        """A sink writing with a ``BulkWriterFactory`` (``factory.create(file)`` gives a writer
+        with ``add_elements(values)`` and ``finish()``), rolling on every checkpoint."""
+        return _BulkFormatBuilder(base_path, writer_factory)
 
 
-class _RowFormatBuilder:
-    def __init__(self, base_path: str, encoder: Encoder):
+class _FormatBuilder:
+    """What both of Flink's ``FileSink.RowFormatBuilder`` and ``BulkFormatBuilder`` set."""
+
+    def __init__(self, base_path: str, rolling: RollingPolicy):
         self._base = base_path
-        self._encoder = encoder
         self._ofc = OutputFileConfig()
         self._assigner = BucketAssigner.date_time_bucket_assigner()
-        self._rolling = RollingPolicy()
+        self._rolling = rolling
 
-    def with_output_file_config(self, config: OutputFileConfig) -> "_RowFormatBuilder":
+    def with_output_file_config(self, config: OutputFileConfig):
         self._ofc = config
         return self
 
-    def with_bucket_assigner(self, assigner: BucketAssigner) -> "_RowFormatBuilder":
+    def with_bucket_assigner(self, assigner: BucketAssigner):
         self._assigner = assigner
         return self
 
-    def with_rolling_policy(self, policy: RollingPolicy) -> "_RowFormatBuilder":
+    def with_rolling_policy(self, policy: RollingPolicy):
+        """A bulk format's policy must roll on every checkpoint (``FileSink`` raises
+        ``ValueError`` otherwise)."""
         self._rolling = policy
         return self
 
+
+class _RowFormatBuilder(_FormatBuilder):
+    def __init__(self, base_path: str, encoder: Encoder):
+        super().__init__(base_path, RollingPolicy())
+        self._encoder = encoder
+
     def build(self) -> FileSink:
         return FileSink(self._base, self._encoder, self._ofc, self._assigner, self._rolling)
+
+
+class _BulkFormatBuilder(_FormatBuilder):
+    def __init__(self, base_path: str, writer_factory: Any):
+        super().__init__(base_path, RollingPolicy.on_checkpoint_rolling_policy())
+        self._factory = writer_factory
+
+    def build(self) -> FileSink:
+        return FileSink(self._base, None, self._ofc, self._assigner, self._rolling, self._factory)

@@ -18,7 +18,9 @@ import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from rill.common.checkpointing_options import CheckpointingOptions
 from rill.common.configuration import ConfigOptions, Configuration
+from rill.common.network_options import NetworkOptions
 from rill.common.job_execution_result import JobExecutionResult, VertexSummary
 from rill.runtime.source_coordinator import SourceCoordinator
 from rill.graph.execution_graph import ExecutionGraph
@@ -32,6 +34,7 @@ from rill.runtime.deployment import (
 )
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.jobmaster.scheduler import assign_slots
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.runtime.watermark_alignment import WatermarkAlignmentGroups
 
 __all__ = ["JobMaster"]
@@ -42,6 +45,11 @@ class JobMaster:
     :param job_graph: the JobGraph to run.
     :param task_executor: where tasks are deployed (embedded: one in this process).
     :param configuration: job configuration (buffer sizes, timeouts).
+    :raises ValueError: for invalid checkpointing settings, naming the key (the client checks
+        them before it submits, so a job normally never gets here with one).
+
+    :ivar checkpointing_options: the job's ``CheckpointingOptions``, parsed once, for the
+        checkpoint coordinator.
     """
 
     def __init__(self, job_graph, task_executor, configuration: Configuration,
@@ -49,6 +57,7 @@ class JobMaster:
         self.job_graph = job_graph
         self.task_executor = task_executor
         self.config = configuration
+        self.checkpointing_options = CheckpointingOptions.from_configuration(configuration)
         self.job_parameters = dict(job_parameters or {})
         self.job_id = str(job_graph.get_job_id())
         self.job_name = job_graph.get_name()
@@ -81,14 +90,14 @@ class JobMaster:
 
     def _tdds(self) -> List[TaskDeploymentDescriptor]:
         conf = self.config
-        buffer_records = conf.get(ConfigOptions.RECORDS_PER_BUFFER)
-        default_timeout = conf.get(ConfigOptions.BUFFER_TIMEOUT)
+        network = NetworkOptions.from_configuration(conf)
         slots = assign_slots(self.job_graph, self.task_executor.num_slots)
+        timeline = ChannelTimelineSettings.from_configuration(conf)
         tdds = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
             ejv = self.execution_graph.get_job_vertex(v.get_id())
             head_cfg = v.stream_configs[v.head_node_id]
-            timeout = head_cfg.buffer_timeout_ms if head_cfg.buffer_timeout_ms is not None else default_timeout
+            timeout = network.buffer_timeout_ms if head_cfg.buffer_timeout_ms is None else head_cfg.buffer_timeout_ms
             for ev in ejv.get_task_vertices():
                 execution = ev.get_current_execution()
                 produced = []
@@ -115,13 +124,11 @@ class JobMaster:
                     subtask_index=ev.subtask_index, parallelism=v.get_parallelism(),
                     attempt_number=execution.attempt_number, attempt_id=str(execution.attempt_id),
                     task_name=v.get_name(), produced_partitions=produced, input_gates=gates,
-                    job_parameters=self.job_parameters, buffer_timeout_ms=timeout,
-                    records_per_buffer=buffer_records,
-                    buffers_per_channel=conf.get(ConfigOptions.BUFFERS_PER_CHANNEL),
-                    floating_buffers_per_gate=conf.get(ConfigOptions.FLOATING_BUFFERS_PER_GATE),
+                    job_parameters=self.job_parameters, buffer_timeout_ms=timeout, network_options=network,
                     slot_index=slots[(str(v.get_id()), ev.subtask_index)].slot_index,
                     auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
+                    channel_timeline=timeline,
                 ))
                 execution.state = ExecutionState.SCHEDULED
         return tdds

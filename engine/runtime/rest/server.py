@@ -13,6 +13,7 @@ Routes (``:jobid`` and ``:vertexid`` are 32-hex ids):
 ``GET .../vertices/:vertexid/backpressure``, ``/watermarks``  ratios and levels; watermarks
 ``GET /taskmanagers``                                       TaskExecutors
 ``PATCH /jobs/:jobid[?mode=cancel]``                        cancel (bearer token, see ``auth``)
+``GET /metrics``                                            Prometheus text format (see ``prometheus``)
 ``GET /openapi.json``, ``GET /`` (``/index.html``)          OpenAPI description; the dashboard
 ==========================================================  ===================================
 
@@ -31,12 +32,15 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from typing import Callable, Dict, List, Optional, Tuple
+
+from prometheus_client import CollectorRegistry
 from urllib.parse import parse_qs, urlsplit
 
 from rill.runtime.rest import messages
 from rill.runtime.rest.auth import check_authorization, derive_bearer_token
 from rill.runtime.rest.gateway import JobNotFoundError, RestfulGateway
 from rill.runtime.rest.options import RestEndpointConfig
+from rill.runtime.rest.prometheus import CONTENT_TYPE_LATEST, FlinkMetricsCollector, render_metrics
 
 __all__ = ["RestServerEndpoint", "RestError"]
 
@@ -69,6 +73,8 @@ class RestServerEndpoint:
         self.gateway = gateway
         self.config = config
         self.bearer_token = derive_bearer_token(secret)
+        self.metrics_registry = CollectorRegistry(auto_describe=False)
+        self.metrics_registry.register(FlinkMetricsCollector(gateway, config.bind_address))
         self._httpd = self._bind(config)
         self._httpd.endpoint = self  # type: ignore[attr-defined]
         self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.2},
@@ -217,6 +223,14 @@ class _Handler(BaseHTTPRequestHandler):
         if path in _STATIC:
             name, ctype = _STATIC[path]
             self._send(200, _static(name), ctype)
+            return
+        if path == "/metrics":
+            try:
+                body = render_metrics(self.endpoint.metrics_registry)
+            except Exception as e:  # noqa: BLE001 - answered, never kills the server
+                self._json(500, {"errors": [f"Internal server error: {type(e).__name__}: {e}"]})
+                return
+            self._send(200, body, CONTENT_TYPE_LATEST)
             return
         self._dispatch(lambda: self.endpoint.handle_get(path))
 

@@ -178,9 +178,9 @@ class NetworkEnvironment:
         ``getMinMaxNetworkBuffersPerResultPartition``): ``n + 1`` and
         ``max(n + 1, n * buffers_per_channel + floating_buffers_per_gate)`` for ``n``
         subpartitions."""
-        n = pdd.num_subpartitions
+        n, network = pdd.num_subpartitions, tdd.network_options
         required = n + 1
-        return required, max(required, n * tdd.buffers_per_channel + tdd.floating_buffers_per_gate)
+        return required, max(required, n * network.buffers_per_channel + network.floating_buffers_per_gate)
 
     @staticmethod
     def gate_buffers(tdd, gdd) -> Tuple[int, int]:
@@ -190,8 +190,8 @@ class NetworkEnvironment:
         remote = sum(1 for location in _locations(gdd) if location is not None)
         if remote == 0:
             return 0, 0
-        exclusive = remote * tdd.buffers_per_channel
-        floating = tdd.floating_buffers_per_gate
+        exclusive = remote * tdd.network_options.buffers_per_channel
+        floating = tdd.network_options.floating_buffers_per_gate
         return exclusive + min(1, floating), exclusive + floating
 
     def _check_task_fits(self, tdd) -> None:
@@ -314,9 +314,9 @@ class NetworkEnvironment:
             lease = self.network_buffer_pool.request_segments(required, maximum, f"{name} receiving buffers")
             leases.append(lease)
             remote = sum(1 for location in locations if location is not None)
-            exclusive = remote * tdd.buffers_per_channel
+            exclusive = remote * tdd.network_options.buffers_per_channel
             floating_pool = FloatingBufferPool(lease.granted - exclusive, f"{name} floating buffers")
-            segments = _GateSegments(lease, tdd.buffers_per_channel, remote, floating_pool)
+            segments = _GateSegments(lease, tdd.network_options.buffers_per_channel, remote, floating_pool)
         channels: list = []
         try:
             for (pid, sub), location in zip(gdd.channels, locations):
@@ -325,7 +325,7 @@ class NetworkEnvironment:
                 else:
                     channels.append(_BudgetedRemoteInputChannel(
                         self.connection_manager, tuple(location), pid, sub, segments.floating_pool,
-                        exclusive_buffers=tdd.buffers_per_channel, gate_segments=segments))
+                        exclusive_buffers=tdd.network_options.buffers_per_channel, gate_segments=segments))
         except BaseException:
             for channel in channels:
                 channel.release()
@@ -336,7 +336,7 @@ class NetworkEnvironment:
         """One RecordWriter per partition (``flush_always`` when ``buffer_timeout_ms == 0``)."""
         flush_always = tdd.buffer_timeout_ms == 0
         return [
-            RecordWriter(partition, pdd.partitioner, records_per_buffer=tdd.records_per_buffer,
+            RecordWriter(partition, pdd.partitioner, records_per_buffer=tdd.network_options.records_per_buffer,
                          flush_always=flush_always)
             for pdd, partition in zip(tdd.produced_partitions, partitions)
         ]
@@ -360,6 +360,16 @@ class NetworkEnvironment:
         partitions for remote consumers (:meth:`ResultPartition.get_number_of_bytes_out`).
         Subpartitions read by local channels count 0."""
         return sum(p.get_number_of_bytes_out() for p in partitions)
+
+    def floating_pool(self, gate: SingleInputGate) -> Optional[FloatingBufferPool]:
+        """The gate's floating buffer pool, ``None`` for a gate with only local channels."""
+        return self._floating_pools.get(gate)
+
+    def reader_statistics(self) -> tuple:
+        """Snapshots of the network server's subpartition readers in this process (empty
+        without a connection manager)."""
+        manager = self.connection_manager
+        return () if manager is None else manager.reader_statistics()
 
     def input_pool_usage(self, gates: Sequence[SingleInputGate]) -> float:
         """Flink's ``inPoolUsage``: receiving buffers in use over all receiving buffers, summed

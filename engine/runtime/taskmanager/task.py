@@ -23,6 +23,7 @@ from rill.graph.states import ExecutionState
 from rill.network.buffer.buffer_pool import BufferPoolDestroyedError
 from rill.network.partition.exceptions import PartitionReleasedError
 from rill.runtime.metrics import TaskIOMetrics
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineRecorder
 from rill.runtime.tasks.stream_task import (
     CancelTaskException,
     OneInputStreamTask,
@@ -118,6 +119,7 @@ class Task:
         self.result_partitions = network.create_result_partitions(tdd)
         self.input_gates = network.create_input_gates(tdd)
         self.record_writers: List[Any] = []
+        self._timeline: Optional[ChannelTimelineRecorder] = None
         self._thread = threading.Thread(target=self._run, name=tdd.task_name_with_subtasks, daemon=True)
 
     @property
@@ -157,6 +159,12 @@ class Task:
             self.metrics.bytes_in = lambda: network.num_bytes_in(self.input_gates)
             self.metrics.bytes_out = lambda: network.num_bytes_out(self.result_partitions)
             self.metrics.input_pool_usage = lambda: network.input_pool_usage(self.input_gates)
+            if self.tdd.channel_timeline is not None:
+                self._timeline = ChannelTimelineRecorder(
+                    self.tdd.channel_timeline, self.tdd.job_id, self.tdd.task_name_with_subtasks,
+                    self.tdd.subtask_index, self.tdd.attempt_number, self.result_partitions, self.input_gates,
+                    network.reader_statistics, network.floating_pool)
+                self._timeline.start()
             env = RuntimeEnvironment(
                 task_name=self.tdd.task_name,
                 task_name_with_subtasks=self.tdd.task_name_with_subtasks,
@@ -183,6 +191,7 @@ class Task:
             self._transition({ExecutionState.INITIALIZING}, ExecutionState.RUNNING)
             self.invokable.invoke()
             errors = self.invokable.cleanup()
+            self._stop_timeline()  # written before the task reports its end
             if errors:
                 raise errors[0]
             if not self._transition({ExecutionState.RUNNING}, ExecutionState.FINISHED):
@@ -194,6 +203,7 @@ class Task:
                     self.invokable.cleanup()
                 except BaseException:  # pragma: no cover - best effort after the first error
                     pass
+            self._stop_timeline()
             if self._canceled or isinstance(e, CancelTaskException) or _producer_released(e):
                 self._finish_canceled()
             else:
@@ -205,8 +215,18 @@ class Task:
                                   ExecutionState.CANCELING}, ExecutionState.FAILED)
         finally:
             self.metrics.mark_end()
+            self._stop_timeline()
             if not self.execution_state.is_terminal():  # never leave the job waiting
                 self._finish_canceled()
+
+    def _stop_timeline(self) -> None:
+        if self._timeline is None:
+            return
+        try:
+            self._timeline.stop()
+        except OSError:  # the job's outcome does not depend on an experiment's file
+            _LOG.exception("%s: writing the channel timeline %s failed", self.tdd.task_name_with_subtasks,
+                           self._timeline.path)
 
     def _release_resources(self, cause: Optional[BaseException]) -> None:
         """Give back every network buffer of a task that failed or was cancelled, before it

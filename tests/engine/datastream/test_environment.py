@@ -9,7 +9,9 @@ import re
 import pytest
 
 from rill.common import Configuration, JobExecutionResult, JobStatus
+from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.datastream import StreamExecutionEnvironment
+from rill.runtime.errors import JobExecutionException
 
 from _ds_helpers import collect, run, wait_until
 
@@ -273,8 +275,6 @@ def test_no_operators_error(env):
 
 
 @pytest.mark.parametrize("call", [
-    lambda env: env.enable_checkpointing(1000),
-    lambda env: env.get_checkpoint_config(),
     lambda env: env.set_state_backend(object()),
     lambda env: env.set_restart_strategy(object()),
     lambda env: env.add_jars("x.jar"),
@@ -284,3 +284,52 @@ def test_pyflink_settings_not_built_yet_raise_a_clear_error(call):
     env = StreamExecutionEnvironment.get_execution_environment()
     with pytest.raises(NotImplementedError, match=r"StreamExecutionEnvironment\.\w+ is not implemented in Rill yet: "):
         call(env)
+
+
+def test_a_job_with_checkpointing_configured_runs(env):
+    # the settings travel with the job's Configuration (pickled to a cluster's JobMaster)
+    env.enable_checkpointing(1000)
+    env.get_checkpoint_config().set_checkpoint_timeout(60_000)
+    assert collect(env.from_collection([1, 2, 3]).map(lambda x: x * 10)) == [10, 20, 30]
+
+
+def test_invalid_checkpointing_settings_fail_at_submission(env):
+    env.get_configuration().set_string("execution.checkpointing.timeout", "5 ms")
+    env.from_collection([1]).print()
+    with pytest.raises(ValueError) as e:
+        env.execute_async("bad checkpoint timeout")
+    assert str(e.value) == ("Invalid value for 'execution.checkpointing.timeout': Checkpoint timeout must be "
+                            "larger than or equal to 10 ms, got 5 ms")
+
+
+def test_the_job_master_parses_the_checkpointing_options_once():
+    # embedded only: a cluster's JobMaster lives in another process; it gets the same pickled
+    # Configuration (test_checkpointing_options checks the round trip)
+    env = StreamExecutionEnvironment.get_execution_environment()
+    env.enable_checkpointing(1500, CheckpointingMode.AT_LEAST_ONCE)
+    env.get_configuration().set_string("state.checkpoints.dir", "/tmp/rill-ckpt")
+    env.from_collection([1]).print()
+    client = env.execute_async("checkpointing options")
+    client.get_job_execution_result().result(timeout=30)
+    assert client._jm.checkpointing_options == CheckpointingOptions(
+        interval_ms=1500, mode=CheckpointingMode.AT_LEAST_ONCE, checkpoint_dir="/tmp/rill-ckpt")
+
+
+def test_invalid_restart_strategy_fails_at_submission(env):
+    env.get_configuration().set_string("restart-strategy.type", "fixed-delay")
+    env.get_configuration().set_string("restart-strategy.fixed-delay.attempts", "-2")
+    env.from_collection([1]).print()
+    with pytest.raises(ValueError) as e:
+        env.execute_async("bad restart strategy")
+    assert str(e.value) == ("Invalid restart-strategy.fixed-delay.* configuration: Maximum number of restart "
+                            "attempts must be at least 0, got -2")
+
+
+def test_invalid_network_options_fail_the_deployment(env):
+    env.get_configuration().set_string("taskmanager.network.records-per-buffer", "0")
+    env.from_collection([1]).print()
+    # the JobMaster parses them (in the cluster's process in the cluster mode)
+    with pytest.raises(JobExecutionException) as e:
+        run(env, "bad network options")
+    assert str(e.value).endswith("failed during deployment: Invalid value 0 for "
+                                 "'taskmanager.network.records-per-buffer': a buffer holds at least one record")

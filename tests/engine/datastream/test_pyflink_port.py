@@ -219,9 +219,9 @@ def test_from_collection_with_a_row_type_gives_rows(printed):
 # -- what a port finds -------------------------------------------------------------------------
 #
 # Names PyFlink DataStream programs commonly use that Rill still lacks:
-# rill.datastream.TimeCharacteristic, CheckpointingMode; rill.datastream.connectors.kafka;
-# FileSource builder's process_static_file_set / monitor_continuously; checkpointing
-# (env.enable_checkpointing raises NotImplementedError) and set_runtime_mode(BATCH).
+# rill.datastream.TimeCharacteristic; rill.datastream.connectors.kafka;
+# FileSource builder's process_static_file_set / monitor_continuously; checkpoints themselves
+# (env.enable_checkpointing only records the configuration so far) and set_runtime_mode(BATCH).
 
 
 def test_names_a_port_finds():

@@ -32,6 +32,7 @@ from rill.runtime.deployment import (
     ResultPartitionDeploymentDescriptor,
     TaskDeploymentDescriptor,
 )
+from rill.common.network_options import NetworkOptions
 from rill.common.streamrecord import Watermark
 from rill.runtime.taskmanager.network_environment import NetworkEnvironment
 
@@ -93,7 +94,7 @@ def tdd(name: str, subtask: int, parallelism: int, produced=(), gates=(), **sett
     return TaskDeploymentDescriptor(
         job_id="job", job_name="remote", vertex=None, subtask_index=subtask, parallelism=parallelism,
         attempt_number=0, attempt_id=f"{name}-{subtask}", task_name=name, produced_partitions=list(produced),
-        input_gates=list(gates), records_per_buffer=settings.pop("records_per_buffer", 7), **settings)
+        input_gates=list(gates), network_options=NetworkOptions(records_per_buffer=7), **settings)
 
 
 def partitioner():

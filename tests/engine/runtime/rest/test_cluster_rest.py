@@ -20,26 +20,6 @@ from rill.datastream import StreamExecutionEnvironment
 from rill.runtime.rest.auth import derive_bearer_token
 
 
-@pytest.fixture
-def cluster_rest(cluster):
-    """(Http, process) of a REST endpoint process serving ``cluster``; stopped afterwards."""
-    proc = subprocess.Popen([sys.executable, "-m", "rill.runtime.rest.cluster_endpoint", "--cluster", cluster.address,
-                             "--rest-port", "0"], env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    try:
-        line = proc.stdout.readline()
-        assert line.startswith("REST endpoint: http://127.0.0.1:"), (line, proc.stderr.read() if proc.poll() else "")
-        yield Http(line.split(": ", 1)[1].strip()), proc
-    finally:
-        proc.terminate()
-        try:
-            assert proc.wait(20) == 0
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-
-
 def test_cluster_job_through_the_rest_endpoint_process(cluster, cluster_rest):
     http, proc = cluster_rest
     conf = Configuration()

@@ -226,7 +226,7 @@ def test_openapi_describes_every_route(embedded_rest):
         "/overview", "/config", "/jobs", "/jobs/overview", "/jobs/{jobid}", "/jobs/{jobid}/plan",
         "/jobs/{jobid}/exceptions", "/jobs/{jobid}/vertices/{vertexid}",
         "/jobs/{jobid}/vertices/{vertexid}/backpressure", "/jobs/{jobid}/vertices/{vertexid}/watermarks",
-        "/taskmanagers",
+        "/taskmanagers", "/metrics",
     }
     assert "patch" in spec["paths"]["/jobs/{jobid}"] and "bearerAuth" in spec["components"]["securitySchemes"]
 

@@ -1,0 +1,1 @@
+"""File formats for the file connectors (PyFlink's ``pyflink.datastream.formats``)."""

@@ -1,0 +1,1 @@
+"""The ExecutionGraph's failure handling (Flink's ``org.apache.flink.runtime.executiongraph``)."""

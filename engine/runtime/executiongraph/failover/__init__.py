@@ -1,0 +1,1 @@
+"""How a failed job is restarted (Flink's ``executiongraph.failover``): restart backoff time strategies."""
