@@ -41,11 +41,7 @@ def test_ci_runs_the_readme_test_command():
     assert command in readme
 
 
-def test_the_test_command_reports_coverage_of_every_process_and_fails_below_the_floor():
-    ci = (ROOT / ".ci" / "run").read_text()
-    command = next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
-    assert command.endswith(" && .venv/bin/coverage run -m pytest -q -p no:cacheprovider"
-                            " && .venv/bin/coverage combine -q && .venv/bin/coverage report")
+def test_coverage_covers_every_process_and_fails_below_the_floor():
     cfg = configparser.ConfigParser(interpolation=None)
     cfg.read(ROOT / "setup.cfg")
     run, report = cfg["coverage:run"], cfg["coverage:report"]
