@@ -64,8 +64,13 @@ class LocalCluster:
 
     @property
     def out_file(self) -> Path:
-        """The cluster processes' stdout and stderr (``print()`` of its tasks)."""
+        """The cluster processes' stdout (``print()`` of its tasks)."""
         return self.run_dir / f"cluster-{self.port}.out"
+
+    @property
+    def log_file(self) -> Path:
+        """The cluster's log: its actors' log records and its processes' stderr."""
+        return self.run_dir / f"cluster-{self.port}.log"
 
     @property
     def address(self) -> str:
@@ -195,6 +200,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "embedded_only(reason): the test inspects in-process objects of the job, so it runs "
                    "only in the embedded mode of the ``env`` fixture (the reason says which)")
+    config.addinivalue_line(
+        "markers", "spark: the test reads files with a real local SparkSession (the session-scoped "
+                   "``spark`` fixture; pyspark is in the ``test`` extra). Select with -m spark")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -284,3 +292,33 @@ def printed(execution_mode, capfd, request):
 def cluster(shared_cluster):
     """The session's shared cluster, for tests that drive it directly (CLI, status, cancel)."""
     return shared_cluster
+
+
+#: A Java 17 for Spark (another Java may be the default on the machine).
+_JAVA_17 = "/usr/lib/jvm/java-17-openjdk-amd64"
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local SparkSession (``local[1]``, UTC session time zone, warnings only) shared by every
+    Spark test of the run, stopped at its end. Starting one takes ~10 s: keep Spark tests on
+    this fixture. pyspark is in the ``test`` extra: a missing one fails, it never skips."""
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - only the Spark tests start a JVM
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if Path(_JAVA_17).is_dir():
+        os.environ["JAVA_HOME"] = _JAVA_17
+    work = tmp_path_factory.mktemp("spark")
+    session = (SparkSession.builder.master("local[1]").appName("rill-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.shuffle.partitions", "1")
+               .config("spark.local.dir", str(work))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

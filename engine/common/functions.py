@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Generic, Iterable, Optional, TypeVar
 
 __all__ = [
     "Function",
+    "SourceFunction",
     "MapFunction",
     "FlatMapFunction",
     "FilterFunction",
@@ -27,6 +28,7 @@ __all__ = [
     "ProcessFunction",
     "KeyedProcessFunction",
     "SinkFunction",
+    "CheckpointListener",
     "RuntimeContext",
     "TimerService",
     "wrap",
@@ -131,6 +133,30 @@ class Function(abc.ABC):
         pass
 
 
+class CheckpointListener(abc.ABC):
+    """A function (or any object an operator calls) that wants to hear about checkpoints
+    (Flink's ``org.apache.flink.api.common.state.CheckpointListener``; PyFlink has no Python
+    counterpart, so Rill offers Flink's interface with Python names).
+
+    A user function implements it by subclassing (with its function base class); the
+    operator around the function (``AbstractUdfStreamOperator``) forwards the calls on the task
+    thread, between records. As Flink documents: a notification may be skipped or arrive late
+    (a later checkpoint's ``notify_checkpoint_complete`` subsumes earlier ones, so a function
+    must treat "checkpoint ``n`` complete" as "every checkpoint up to ``n`` complete"); an
+    exception raised by either method fails the task.
+    """
+
+    @abc.abstractmethod
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: its state is durable on every task. The place
+        to commit side effects a checkpoint made safe (two-phase-commit sinks)."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted (timeout, a task failed or declined); the
+        default does nothing (Flink's default method). Side effects prepared for it stay
+        prepared: a later checkpoint's completion covers them."""
+
+
 def is_rich(function: Any) -> bool:
     """Whether ``function`` overrides ``Function.open`` — only such a function can reach keyed
     state, so only for it must a keyed operator set the current key before each call."""
@@ -195,6 +221,45 @@ class Partitioner(Function, Generic[KEY]):
 
     @abc.abstractmethod
     def partition(self, key: Any, num_partitions: int) -> int: ...
+
+
+class SourceFunction(Function, Generic[OUT]):
+    """A legacy source (Flink's ``SourceFunction``, reached through ``env.add_source``):
+    :meth:`run` emits records through ``ctx.collect`` until its input ends (it returns) or
+    :meth:`cancel` is called, after which it must return soon. It runs in a thread of its own,
+    as Flink's ``LegacySourceFunctionThread``; ``collect`` blocks while the job is
+    backpressured. It is non-parallel (parallelism 1).
+
+    Rill difference: PyFlink's ``SourceFunction`` wraps a Java source (``SourceFunction(
+    "com.x.MySource")``); Rill's is implemented in Python. ``ctx.collect_with_timestamp`` and
+    ``ctx.emit_watermark`` raise ``NotImplementedError`` (records of Rill's sources carry no
+    timestamps: assign them with ``assign_timestamps_and_watermarks``); ``open`` / ``close`` are
+    not called, as Rill's sources have no ``RuntimeContext``.
+    """
+
+    class SourceContext(abc.ABC):
+        """What :meth:`SourceFunction.run` emits through."""
+
+        @abc.abstractmethod
+        def collect(self, element: Any) -> None: ...
+
+        @abc.abstractmethod
+        def collect_with_timestamp(self, element: Any, timestamp: int) -> None: ...
+
+        @abc.abstractmethod
+        def emit_watermark(self, watermark: Any) -> None: ...
+
+        @abc.abstractmethod
+        def mark_as_temporarily_idle(self) -> None: ...
+
+        @abc.abstractmethod
+        def get_checkpoint_lock(self) -> Any: ...
+
+    @abc.abstractmethod
+    def run(self, ctx: "SourceFunction.SourceContext") -> None: ...
+
+    @abc.abstractmethod
+    def cancel(self) -> None: ...
 
 
 class SinkFunction(Function, Generic[IN]):

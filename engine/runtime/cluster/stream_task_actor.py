@@ -33,11 +33,13 @@ from typing import Any, Dict, Optional
 import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, ThespianWatch, WakeupMessage, WatchMessage
 
+from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
+from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, answer_in_task
 from rill.runtime.cluster.liveness import ParentWatch
 
-__all__ = ["StreamTaskActor", "RemoteSourceCoordinator"]
+__all__ = ["StreamTaskActor", "RemoteSourceCoordinator", "ActorCheckpointResponder"]
 
 log = logging.getLogger("rill.cluster.task")
 
@@ -45,18 +47,29 @@ METRICS_INTERVAL = timedelta(milliseconds=200)
 
 
 class _Outbox:
-    """Messages from any thread to the actor's thread; ``post`` wakes the actor."""
+    """Messages from any thread to the actor's thread; ``post`` wakes the actor.
+
+    Its socket pair is never closed: it lives until the process exits. Thespian keeps watching
+    the read end while it drains the last transmits after an ``ActorExitRequest`` (it clears an
+    actor's watch list only after other messages), and a closed descriptor whose number a new
+    transmit socket reuses makes its selector raise ``KeyError: ... is already registered``
+    out of the actor process (the traceback once seen in a cluster's output). ``seal`` stops
+    the wake-ups instead.
+    """
 
     def __init__(self) -> None:
         self._queue: collections.deque = collections.deque()
         self._r, self._w = socket.socketpair()
         self._r.setblocking(False)
         self._w.setblocking(False)
+        self._sealed = False
 
     def fileno(self) -> int:
         return self._r.fileno()
 
     def post(self, target: Any, msg: Any) -> None:
+        if self._sealed:
+            return  # the actor is exiting: nobody would deliver it
         self._queue.append((target, msg))
         try:
             self._w.send(b"x")
@@ -72,9 +85,9 @@ class _Outbox:
         while self._queue:
             yield self._queue.popleft()
 
-    def close(self) -> None:
-        self._r.close()
-        self._w.close()
+    def seal(self) -> None:
+        """Drop what is posted from now on (the actor has sent its last messages)."""
+        self._sealed = True
 
 
 class RemoteSourceCoordinator:
@@ -131,6 +144,28 @@ class RemoteSourceCoordinator:
         return True
 
 
+class ActorCheckpointResponder(CheckpointResponder):
+    """The task's acknowledgements and declines as messages to the JobMaster, through the
+    outbox (they come from the task's asynchronous checkpoint thread or its task thread). The
+    outbox keeps their order with the task's state updates: an acknowledgement sent before the
+    task finished arrives before its FINISHED."""
+
+    def __init__(self, outbox: _Outbox, job_master: Any) -> None:
+        self._outbox = outbox
+        self._job_master = job_master
+
+    def acknowledge_checkpoint(self, attempt_id, checkpoint_id, metrics, subtask_state) -> None:
+        self._outbox.post(self._job_master, m.AcknowledgeCheckpoint(attempt_id, checkpoint_id, metrics,
+                                                                    cloudpickle.dumps(dict(subtask_state))))
+
+    def decline_checkpoint(self, attempt_id, checkpoint_id, reason) -> None:
+        try:
+            payload = cloudpickle.dumps(reason)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle travels as text
+            payload = cloudpickle.dumps(RuntimeError(f"{type(reason).__name__}: {reason}"))
+        self._outbox.post(self._job_master, m.DeclineCheckpoint(attempt_id, checkpoint_id, payload))
+
+
 class StreamTaskActor(Actor):
     """One task attempt; see the module docstring for its life."""
 
@@ -142,6 +177,7 @@ class StreamTaskActor(Actor):
         self.partition_manager = None
         self.connection_manager = None
         self.task = None
+        self.network = None  # the task's NetworkEnvironment (its process's buffer budget)
         self.coordinators: Dict[int, RemoteSourceCoordinator] = {}
         self.released = False
         self.task_name = "?"
@@ -177,6 +213,14 @@ class StreamTaskActor(Actor):
         elif isinstance(msg, m.CancelTask):
             if self.task is not None:
                 self.task.cancel_execution()
+        elif isinstance(msg, m.TriggerCheckpoint):
+            self._trigger_checkpoint(msg)
+        elif isinstance(msg, m.NotifyCheckpointComplete):
+            if self.task is not None:
+                self.task.notify_checkpoint_complete(msg.checkpoint_id)
+        elif isinstance(msg, m.NotifyCheckpointAborted):
+            if self.task is not None:
+                self.task.notify_checkpoint_aborted(msg.checkpoint_id)
         elif isinstance(msg, WakeupMessage):
             if self.watch.parent_died() and not self.released:
                 self._orphaned()
@@ -237,10 +281,21 @@ class StreamTaskActor(Actor):
         configuration = load_configuration(job_information.job_configuration)
         # this process runs this one task: its collector is tuned for records (see python_gc)
         apply_gc_thresholds(parse_gc_thresholds(configuration.get(ConfigOptions.TASK_GC_THRESHOLDS)))
-        network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
-                                     configuration=configuration)
-        self.task = Task(tdd, network, self.coordinators, self._on_state)
+        self.network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
+                                          configuration=configuration)
+        self.task = Task(tdd, self.network, self.coordinators, self._on_state,
+                         ActorCheckpointResponder(self.outbox, self.job_master))
         self.task.start()
+
+    def _trigger_checkpoint(self, msg: m.TriggerCheckpoint) -> None:
+        """A trigger for a task not deployed (yet) is declined by its Task once it exists; here,
+        with no Task, it is declined directly."""
+        if self.task is not None:
+            self.task.trigger_checkpoint(msg.checkpoint_id, msg.timestamp, cloudpickle.loads(msg.options))
+            return
+        ActorCheckpointResponder(self.outbox, self.job_master).decline_checkpoint(
+            msg.attempt_id, msg.checkpoint_id,
+            CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, "not deployed"))
 
     def _on_state(self, task, state, failure) -> None:
         """Task thread: report a state change (with the final metrics when terminal)."""
@@ -250,7 +305,12 @@ class StreamTaskActor(Actor):
         snapshot = task.metrics.snapshot() if state.is_terminal() else None
         progress = task.metrics.source_progress() if state.is_terminal() else 0
         self.outbox.post(self.job_master, m.TaskExecutionStateUpdate(self.attempt_id, state.name, payload,
-                                                                     snapshot, progress))
+                                                                     snapshot, progress, self._network_memory()))
+
+    def _network_memory(self):
+        """``(available, total)`` memory segments of this process's NetworkBufferPool."""
+        pool = self.network.network_buffer_pool
+        return pool.get_number_of_available_memory_segments(), pool.get_total_number_of_memory_segments()
 
     def _flush_outbox(self) -> None:
         for target, message in self.outbox.drain():
@@ -260,7 +320,7 @@ class StreamTaskActor(Actor):
         task = self.task
         if task is not None and not task.execution_state.is_terminal():
             self.send(self.job_master, m.TaskMetricsReport(self.attempt_id, task.metrics.snapshot(),
-                                                          task.metrics.source_progress()))
+                                                          task.metrics.source_progress(), self._network_memory()))
 
     def _orphaned(self) -> None:
         """The TaskExecutor's process exited: fail this task with that cause and exit."""
@@ -286,7 +346,7 @@ class StreamTaskActor(Actor):
             self.partition_manager.shutdown()
         if self.connection_manager is not None:
             self.connection_manager.shutdown()
-        self.outbox.close()
+        self.outbox.seal()
 
 
 def _pickle_failure(failure) -> bytes:
