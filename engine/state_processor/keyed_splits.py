@@ -31,6 +31,10 @@ from rill.state.key_groups import KeyGroupRange, UnsupportedKeyError, assign_to_
 __all__ = ["KeyedStateSplit", "plan_keyed_state_splits", "splits_for_range", "read_keyed_state_split",
            "key_codec_of", "key_groups_of_keys", "unpickled", "KEYED_COLUMNS"]
 
+#: Rows after which consecutive row groups of a file go to another split: a Spark task has a
+#: fixed cost (a Python worker call, the reader unpickled), so splits are made large.
+SPLIT_TARGET_ROWS = 256 * 1024
+
 #: The columns a split's table has, in this order.
 KEYED_COLUMNS = ("key", "value", "partition_id", "namespace", "key_group", "checkpoint_id")
 
@@ -92,8 +96,9 @@ def key_groups_of_keys(keys: Iterable[Any], codec: ColumnCodec, max_parallelism:
 def plan_keyed_state_splits(op: OperatorState, directory: str, state_name: str,
                             key_groups: Optional[Sequence[int]] = None,
                             keys: Optional[Sequence[Any]] = None) -> List[KeyedStateSplit]:
-    """The splits of ``state_name`` of ``op``: one per row group of each subtask's file, or,
-    with ``key_groups``, one per (file, key group) for the key groups given that the file has.
+    """The splits of ``state_name`` of ``op``: runs of consecutive row groups of each subtask's
+    file of up to :data:`SPLIT_TARGET_ROWS` rows (at least one row group), or, with
+    ``key_groups``, one per (file, key group) for the key groups given that the file has.
 
     :param keys: ``key`` column values the splits keep (``None``: all rows).
     """
@@ -106,7 +111,7 @@ def plan_keyed_state_splits(op: OperatorState, directory: str, state_name: str,
                     continue
                 spans = tuple(tuple(span) for span in s["row_groups"])
                 if wanted is None:
-                    ranges = [(first, last) for first, last, _ in spans]
+                    ranges = _runs(spans)
                 else:
                     own = KeyGroupRange(*k["key_group_range"])
                     ranges = [(kg, kg) for kg in wanted
@@ -132,6 +137,20 @@ def splits_for_range(op: OperatorState, directory: str, state_name: str,
     return splits
 
 
+def _runs(spans: Sequence[Tuple[int, int, int]]) -> List[Tuple[int, int]]:
+    """Key-group ranges of consecutive row groups of up to :data:`SPLIT_TARGET_ROWS` rows."""
+    ranges: List[Tuple[int, int]] = []
+    rows = 0
+    for first, last, n in spans:
+        if ranges and rows + n <= SPLIT_TARGET_ROWS:
+            ranges[-1] = (ranges[-1][0], last)
+            rows += n
+        else:
+            ranges.append((first, last))
+            rows = n
+    return ranges
+
+
 def read_keyed_state_split(split: KeyedStateSplit) -> pa.Table:
     """The rows of ``split`` with the columns :data:`KEYED_COLUMNS`.
 
@@ -141,7 +160,7 @@ def read_keyed_state_split(split: KeyedStateSplit) -> pa.Table:
     wanted = plan_row_groups(split.row_groups, rng)
     fs, root = fsspec.core.url_to_fs(split.directory)
     with fs.open(root.rstrip("/") + "/" + split.file, "rb") as f:
-        table = pq.ParquetFile(f).read_row_groups(wanted, columns=list(KEYED_COLUMNS))
+        table = pq.ParquetFile(f).read_row_groups(wanted, columns=list(KEYED_COLUMNS), use_threads=False)
     covered = (split.row_groups[wanted[0]][0], split.row_groups[wanted[-1]][1]) if wanted else None
     if covered is not None and covered != split.key_group_range:
         kg = table.column("key_group")

@@ -436,7 +436,8 @@ def test_state_metadata_source(registered, snapshots):
     one = registered.read.format("rill-state-metadata").load(job_dir + "/chk-1").collect()
     assert {(r.operator_id, r.state_name, r.min_checkpoint_id, r.max_checkpoint_id) for r in one} >= {
         (COUNTS, "count", 1, 1)}
-    assert {r.state_type for r in one if r.state_name == "count"} == {"LONG"} or True
+    types = {(r.state_name, r.state_type) for r in one if r.operator_uid == "counts"}
+    assert types == {("count", "LONG"), ("last", "STRING"), ("user-timers", None)}
 
 
 def test_rill_state_source_refuses_bad_options(registered, snapshots):
