@@ -452,3 +452,16 @@ def test_rill_state_source_refuses_bad_options(registered, snapshots):
     with pytest.raises(Exception, match="No completed checkpoint 7"):
         (registered.read.format("rill-state").option("operatorUid", "counts").option("checkpointId", 7)
          .option("stateName", "count").load(job_dir).collect())
+
+
+def test_the_readme_example_runs_as_written(spark, snapshots, capsys):
+    from pathlib import Path
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Reading state with Spark", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    namespace = {"__name__": "__main__", "spark": spark, "path": snapshots[1]}
+    exec(compile(code, "README.md", "exec"), namespace)
+    counts, _, _ = _expected_counts(snapshots[2])
+    assert sorted(tuple(r) for r in namespace["counts"].collect()) == sorted(counts.items())
+    assert _decoded(namespace["raw"].collect()) == sorted(counts.items())
+    assert "window-contents" in capsys.readouterr().out
