@@ -56,12 +56,14 @@ class FunctionSplit:
 
 
 def plan_function_splits(op: OperatorState) -> List[FunctionSplit]:
-    """One split per subtask with keyed state (its key-group range)."""
+    """One split per subtask with keyed state (the key-group range its parts cover)."""
     splits = []
     for subtask, handle in sorted(op.subtask_states.items()):
-        for k in handle.description["keyed_state"][:1]:  # type: ignore[attr-defined]
-            splits.append(FunctionSplit(handle, tuple(k["key_group_range"]), subtask, op.parallelism,  # type: ignore[arg-type]
-                                        op.max_parallelism, op.uid or op.operator_id))
+        ranges = [k["key_group_range"] for k in handle.description["keyed_state"]]  # type: ignore[attr-defined]
+        if ranges:  # a subtask restored from several old ones wrote one part per old subtask
+            covered = (min(r[0] for r in ranges), max(r[1] for r in ranges))
+            splits.append(FunctionSplit(handle, covered, subtask, op.parallelism, op.max_parallelism,
+                                        op.uid or op.operator_id))
     return splits
 
 

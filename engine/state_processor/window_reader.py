@@ -35,6 +35,15 @@ class WindowReader:
         self._reader = reader
         self._merging = isinstance(assigner, MergingWindowAssigner)
 
+    def evictor(self) -> Any:
+        """Flink's reader of evicting windows (their contents are ``TimestampedValue`` s):
+        not built.
+
+        :raises NotImplementedError: always (read an evicting window's elements with
+            :meth:`process`, which gives the stored ``TimestampedValue`` s)."""
+        raise NotImplementedError("WindowReader.evictor(): the reader of evicting windows is not built; "
+                                  "process() gives their stored TimestampedValue elements")
+
     def aggregate(self, uid: Union[str, OperatorIdentifier], aggregate_function: Any,
                   reader_function: Optional[WindowReaderFunction] = None, output_type: Any = None) -> Any:
         """One row per key and window of a ``.aggregate(aggregate_function)`` window: the
