@@ -9,6 +9,9 @@ embedded one.
 graph layers instead of running the job (as Flink's plan environments abort the program with
 a ``ProgramAbortException`` once the plan is known).
 
+``rill run --from-savepoint PATH [--allow-non-restored-state]`` (Flink's ``-s``/``-n``) starts
+the job from a savepoint or retained checkpoint (``execution.state-recovery.*``).
+
 ``rill run`` prints each job's id when it is submitted (as ``flink run`` does). Ctrl-C while a
 job runs on a cluster cancels it and waits for it to stop, saying so with its id (a second
 Ctrl-C leaves it running and says how to cancel it); an embedded job ends with the process.
@@ -28,6 +31,7 @@ from typing import List, Optional, Sequence, Tuple
 
 import rill
 from rill.datastream import stream_execution_environment as _see
+from rill.graph.savepoint_restore_settings import SavepointRestoreSettings
 from rill.runtime.reporting import format_summary, run_progress_bar
 
 __all__ = ["main"]
@@ -62,6 +66,8 @@ class _CliContext:
     target: Optional[str] = None
     #: ``-D key=value`` settings, applied to every environment before the program's own
     dynamic_properties: Sequence[Tuple[str, str]] = ()
+    #: ``--from-savepoint`` / ``--allow-non-restored-state`` (written into every job's configuration)
+    savepoint_restore_settings: SavepointRestoreSettings = SavepointRestoreSettings.none()
 
     def configure(self, env) -> None:
         if self.parallelism is not None:
@@ -69,6 +75,8 @@ class _CliContext:
         conf = env.get_configuration()
         for key, value in self.dynamic_properties:
             conf.set_string(key, value)
+        if self.savepoint_restore_settings.restore_savepoint():
+            self.savepoint_restore_settings.to_configuration(conf)
         if self.target is not None:
             from rill.common.configuration import ConfigOptions  # noqa: PLC0415
             conf.set(ConfigOptions.EXECUTION_TARGET, self.target)
@@ -227,6 +235,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     run.add_argument("-D", dest="dynamic_properties", action="append", default=[], metavar="KEY=VALUE",
                      type=_dynamic_property,
                      help="a configuration setting for the job, as Flink's `flink run -D` (repeatable)")
+    run.add_argument("--from-savepoint", "-s", metavar="PATH", default=None,
+                     help="restore the job from this savepoint or retained checkpoint (its directory or metadata "
+                          "file); sets execution.state-recovery.path")
+    run.add_argument("--allow-non-restored-state", "-n", action="store_true",
+                     help="with --from-savepoint: skip state of operators the job no longer has instead of "
+                          "failing (execution.state-recovery.ignore-unclaimed-state)")
 
     plan = sub.add_parser("plan", help="print the graphs of a job file without running it", description=(
         "Run the program up to its first execute() and print the Transformations, StreamGraph, JobGraph "
@@ -288,6 +302,12 @@ def main(argv: Optional[List[str]] = None) -> int:
         ctx = _CliContext(args.parallelism, "run", progress=not args.no_progress)
         ctx.target = args.target
         ctx.dynamic_properties = tuple(args.dynamic_properties)
+        if args.allow_non_restored_state and not args.from_savepoint:
+            parser.error("run: --allow-non-restored-state needs --from-savepoint PATH")
+        if args.from_savepoint:
+            path = args.from_savepoint  # a local path is the client's; a URL (s3://...) is kept as is
+            ctx.savepoint_restore_settings = SavepointRestoreSettings.for_path(
+                path if "://" in path else os.path.abspath(path), args.allow_non_restored_state)
     else:
         ctx = _CliContext(args.parallelism, "plan", as_json=args.json)
     started = time.monotonic()

@@ -52,6 +52,7 @@ from .buffer import (
 from .credit import BufferKind, CreditInvariantError, CreditLedger, SenderCredit
 from .events import (
     END_OF_PARTITION_EVENT,
+    CancelCheckpointMarker,
     CheckpointBarrier,
     EndOfDataEvent,
     EndOfPartitionEvent,
@@ -125,6 +126,7 @@ __all__ = [
     "END_OF_PARTITION_EVENT",
     "EndOfDataEvent",
     "StopMode",
+    "CancelCheckpointMarker",
     "CheckpointBarrier",
     # partition
     "ResultPartitionType",

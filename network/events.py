@@ -26,6 +26,7 @@ __all__ = [
     "StopMode",
     "EndOfDataEvent",
     "CheckpointBarrier",
+    "CancelCheckpointMarker",
     "Watermark",
 ]
 
@@ -69,8 +70,8 @@ class EndOfDataEvent(RuntimeEvent):
 @dataclass(frozen=True, slots=True)
 class CheckpointBarrier(RuntimeEvent):
     """Separates the records of checkpoint ``checkpoint_id`` from those of the next one
-    (Flink's ``CheckpointBarrier``). Only the type exists so far: alignment comes with
-    checkpointing.
+    (Flink's ``CheckpointBarrier``). A task's barrier handler
+    (``rill.runtime.checkpoint.barrier_handler``) aligns its input channels on it.
 
     :ivar checkpoint_id: the checkpoint's id (int, increasing per job).
     :ivar timestamp: when the coordinator triggered it (epoch ms).
@@ -89,3 +90,19 @@ class CheckpointBarrier(RuntimeEvent):
     def get_timestamp(self) -> int:
         """The trigger time (epoch ms)."""
         return self.timestamp
+
+
+@dataclass(frozen=True, slots=True)
+class CancelCheckpointMarker(RuntimeEvent):
+    """Tells downstream tasks that checkpoint ``checkpoint_id`` was abandoned upstream, so they
+    stop aligning on it at once instead of waiting for barriers that will not come (Flink's
+    ``CancelCheckpointMarker``).
+
+    :ivar checkpoint_id: the abandoned checkpoint's id.
+    """
+
+    checkpoint_id: int
+
+    def get_checkpoint_id(self) -> int:
+        """The abandoned checkpoint's id."""
+        return self.checkpoint_id

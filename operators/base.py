@@ -136,6 +136,11 @@ class StreamOperator:
     def get_operator_name(self) -> str:
         return type(self).__name__
 
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Called on the task thread before the task sends the barrier of ``checkpoint_id``
+        downstream: the last moment to emit records that belong before it (Flink's
+        ``prepareSnapshotPreBarrier``); nothing by default."""
+
     def snapshot_state(self, checkpoint_id: int, timestamp: int) -> Dict[str, Tuple[str, List[Any]]]:
         """The operator state to checkpoint as ``{name: (mode, entries)}`` (Flink's
         ``StreamOperator.snapshotState``); none by default."""

@@ -227,6 +227,19 @@ class ExecutionVertex:
     def get_current_execution(self) -> Execution:
         return self.current_execution
 
+    def reset_for_new_execution(self) -> Execution:
+        """Replace the current execution, which must be terminal, by a new attempt (attempt
+        number + 1, new attempt id) in CREATED (Flink's ``resetForNewExecution``).
+
+        :raises RuntimeError: if the current execution is not terminal.
+        """
+        old = self.current_execution
+        if not old.state.is_terminal():
+            raise RuntimeError(f"{self.get_task_name_with_subtask_index()}: cannot start a new attempt while "
+                               f"attempt {old.attempt_number} is {old.state.value}")
+        self.current_execution = Execution(self, old.attempt_number + 1)
+        return self.current_execution
+
     def get_produced_partition(self, data_set_id: IntermediateDataSetID) -> IntermediateResultPartition:
         """This subtask's partition of the result ``data_set_id``.
 

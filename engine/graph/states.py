@@ -1,9 +1,8 @@
 """Life-cycle states of executions and jobs.
 
 Follows Flink's ``org.apache.flink.runtime.execution.ExecutionState`` and
-``org.apache.flink.api.common.JobStatus``. Flink's ``RECONCILING``/``SUSPENDED`` and
-``RESTARTING``/``RECONCILING`` states (job-manager fail-over) are left out: Rill has no
-job-manager high availability.
+``org.apache.flink.api.common.JobStatus``. Flink's ``RECONCILING`` and ``SUSPENDED`` states
+(job-manager fail-over) are left out: Rill has no job-manager high availability.
 """
 
 from __future__ import annotations
@@ -45,6 +44,9 @@ class JobStatus(enum.Enum):
     CANCELLING = "CANCELLING"
     CANCELED = "CANCELED"
     FINISHED = "FINISHED"
+    #: a task failed and the restart strategy allows a restart: every task is cancelled, then
+    #: (after the backoff) redeployed from the latest completed checkpoint; back to RUNNING
+    RESTARTING = "RESTARTING"
 
     def is_globally_terminal_state(self) -> bool:
         """``FINISHED``, ``CANCELED`` and ``FAILED`` end the job for good."""

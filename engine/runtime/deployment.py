@@ -86,6 +86,10 @@ class TaskDeploymentDescriptor:
         (``rill.source.batch-size``).
     :param channel_timeline: record the task's channel timeline (``rill.network.timeline.*``),
         or ``None``.
+    :param task_restore: the state to restore the subtask's operators from (a
+        ``rill.runtime.checkpoint.job_manager_task_restore.JobManagerTaskRestore``: the
+        checkpoint id and per generated operator id a handle the task reads), or ``None`` to
+        start empty (Flink's ``JobManagerTaskRestore`` in the descriptor).
 
     The other fields name the job, the subtask and its attempt, and list its produced
     partitions and consumed gates.
@@ -108,6 +112,7 @@ class TaskDeploymentDescriptor:
     auto_watermark_interval_ms: int = 200
     source_batch_size: int = 1024
     channel_timeline: Optional[ChannelTimelineSettings] = None
+    task_restore: Any = None
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -6,6 +6,7 @@ import concurrent.futures
 from typing import Dict, List, Optional, Tuple
 
 from rill.graph.states import ExecutionState, JobStatus
+from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsSnapshot
 from rill.runtime.metrics import TaskMetricsSnapshot
 from rill.runtime.queryable_state import StateQuery, query_embedded_state
 from rill.runtime.rest.backpressure import RootCause, find_root_cause
@@ -74,6 +75,12 @@ class JobClient:
 
     def get_vertex_summaries(self):
         return self._jm.vertex_summaries()
+
+    def get_checkpoint_stats(self) -> Optional[CheckpointStatsSnapshot]:
+        """The job's checkpoint statistics (Flink's ``CheckpointStatsSnapshot``: counts,
+        history newest first with per-subtask figures, latest completed and failed), or
+        ``None`` when checkpointing is off."""
+        return self._jm.get_checkpoint_stats()
 
     def get_source_progress(self) -> Tuple[int, Optional[int]]:
         """(units done, total units or None) summed over every source subtask."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from typing import Optional
 
 # Imported here, not when the bar starts: an import in the client thread while task threads
 # hold the GIL took as long as the whole job.
@@ -37,6 +38,24 @@ def run_progress_bar(client, interval_s: float = 0.2) -> None:
         bar.refresh()
 
 
+def format_checkpoint_line(stats) -> Optional[str]:
+    """One line about a job's checkpoints from its ``CheckpointStatsSnapshot`` (``None``
+    without checkpointing): counts, then the latest completed checkpoint's end-to-end duration,
+    size and its slowest subtask's synchronous, asynchronous and alignment parts (ms)."""
+    if stats is None:
+        return None
+    c = stats.counts
+    line = (f"Checkpoints: {c.number_of_completed_checkpoints} completed, {c.number_of_failed_checkpoints} failed, "
+            f"{c.number_of_in_progress_checkpoints} in progress")
+    latest = stats.latest_completed
+    if latest is not None:
+        line += (f"; latest #{latest.checkpoint_id}: {latest.end_to_end_duration_ms} ms, "
+                 f"{latest.state_size_bytes:,} bytes, sync {latest.sync_checkpoint_duration_ms:.1f} ms, "
+                 f"async {latest.async_checkpoint_duration_ms:.1f} ms, "
+                 f"alignment {latest.alignment_duration_ms:.1f} ms")
+    return line
+
+
 def format_summary(client) -> str:
     """A table: one row per vertex with parallelism, records in/out, duration, busy/idle/
     back-pressured ms per second and backpressure status; then the backpressure root cause
@@ -64,6 +83,9 @@ def format_summary(client) -> str:
     cause = client.get_backpressure_root_cause()
     if cause is not None:
         lines.append(f"Backpressure root cause: {cause.describe()}")
+    checkpoints = format_checkpoint_line(client.get_checkpoint_stats())
+    if checkpoints is not None:
+        lines.append(checkpoints)
     net = client.get_net_runtime_ms()
     if net is not None:
         lines.append(f"Net runtime: {net} ms")

@@ -337,6 +337,12 @@ class ClusterJobClient:
         report = self._report
         return [] if report is None else list(report.vertex_summaries)
 
+    def get_checkpoint_stats(self):
+        """The job's ``CheckpointStatsSnapshot`` as of the latest report (the final one once the
+        job ended), or ``None`` when checkpointing is off or no report arrived yet."""
+        report = self._report
+        return None if report is None else report.checkpoint_stats
+
     def get_backpressure_root_cause(self):
         """The vertex (and subtask) causing backpressure as of the latest report, or None
         (``rill.runtime.rest.backpressure``)."""

@@ -13,37 +13,56 @@ its descriptor with the location of every partition it reads (``DeployTask``). T
 travels as Flink ships it: the job's and each vertex's shared parts serialized once
 (``JobInformation``, ``TaskInformation``, which holds only that vertex's operators), and a
 small per-subtask rest.
+
+Failover (:mod:`rill.runtime.jobmaster.failover`): the JobMaster decides and redeploys; this
+actor supplies what needs the cluster. The backoff is a wake-up message; a TaskExecutor lost
+with the failure (its process killed) leaves its slots lost, and the restart first asks the
+ResourceManager for as many new ones (the one the ResourceManager starts in its place, or
+free slots elsewhere), retrying until ``slot.request.timeout``; then every task of the new
+attempt gets a process and its descriptor as on the first deployment. The old attempt's
+processes are asked to exit once all its tasks are terminal.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import logging
 import os
 import time
 from datetime import timedelta
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, WakeupMessage
 
+from rill.common.configuration import ConfigOption
 from rill.common.pickling import dumps  # user code keeps its file names on its way to the tasks
-from rill.graph.states import ExecutionState
+from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, route_in_job_master
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.checkpoint.timer import Cancellable, CheckpointTimer
 from rill.runtime.cluster.shipping import enter_working_directory
 from rill.runtime.deployment import JobInformation, TaskInformation, subtask_descriptor
-from rill.runtime.errors import JobExecutionException, RemoteTaskException
+from rill.runtime.errors import JobExecutionException, NoResourceAvailableException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
 from rill.runtime.rest.snapshot import snapshot_job_master
 
-__all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "TaskExecutorLostException",
+__all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "ActorCheckpointTimer", "TaskExecutorLostException",
            "ControlProcessLostException"]
 
 log = logging.getLogger("rill.cluster.jobmaster")
 
 REPORT_INTERVAL = timedelta(milliseconds=100)
+#: the wake-up payload of a restart whose backoff passed
+_RESTART = "rill.restart"
+#: how often a restart asks again for slots while none are free, ms
+SLOT_REQUEST_RETRY_MS = 200
+#: Flink's ``slot.request.timeout`` (5 min): how long a restart waits for replacement slots
+SLOT_REQUEST_TIMEOUT = ConfigOption(
+    "slot.request.timeout", 300_000,
+    "How long a restart waits for the slots of lost TaskExecutors to be replaced, ms.")
 
 
 class TaskExecutorLostException(Exception):
@@ -111,6 +130,25 @@ class RemoteTask:
         self.execution_state = state
         self.listener(self, state, failure)
 
+    # -- checkpoints (the coordinator's calls, on the actor's thread) ---------------------------
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options) -> None:
+        """Send ``TriggerCheckpoint`` to the task's process.
+
+        :raises RuntimeError: if the task's process is not deployed (the coordinator declines).
+        """
+        if self.actor is None or self.released:
+            raise RuntimeError(f"{self.task_name_with_subtasks} is not deployed")
+        self._send(self.actor, m.TriggerCheckpoint(self.tdd.attempt_id, checkpoint_id, timestamp,
+                                                   cloudpickle.dumps(options)))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        if self.actor is not None and not self.released:
+            self._send(self.actor, m.NotifyCheckpointComplete(self.tdd.attempt_id, checkpoint_id))
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        if self.actor is not None and not self.released:
+            self._send(self.actor, m.NotifyCheckpointAborted(self.tdd.attempt_id, checkpoint_id))
+
     def cancel_execution(self) -> None:
         if self.execution_state.is_terminal():
             return
@@ -131,10 +169,62 @@ class ClusterDeployer:
         self._send = send
         self.tasks: Dict[str, RemoteTask] = {}
 
-    def submit_task(self, tdd, coordinators, listener) -> RemoteTask:
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> RemoteTask:
+        """A handle on a task to deploy; the task process acknowledges checkpoints with
+        messages, so ``checkpoint_responder`` is not used."""
         task = RemoteTask(tdd, self.slots[tdd.slot_index], listener, self._send)
         self.tasks[tdd.attempt_id] = task
         return task
+
+    def release_tasks(self, tasks: List[RemoteTask]) -> None:
+        """The JobMaster is done with these tasks: ask each process that reported ready to exit
+        (it releases its partitions and network stack); one that reports later is asked then."""
+        for task in tasks:
+            if task.released:
+                continue
+            task.released = True
+            if task.actor is not None:
+                self._send(task.actor, ActorExitRequest())
+
+
+class ActorCheckpointTimer(CheckpointTimer):
+    """The checkpoint coordinator's timers as the actor's wake-ups, so that they run on the
+    actor's thread (the only one that may send): ``wakeupAfter`` with a ``(TIMER_PAYLOAD, n)``
+    payload that :meth:`run` looks up."""
+
+    TIMER_PAYLOAD = "checkpoint-timer"
+
+    def __init__(self, actor: Actor) -> None:
+        self._actor = actor
+        self._ids = itertools.count()
+        self._actions: Dict[int, Tuple[Cancellable, Callable[[], None]]] = {}
+        self._stopped = False
+
+    def schedule(self, delay_ms: float, action: Callable[[], None]) -> Cancellable:
+        handle = Cancellable()
+        if self._stopped:
+            handle.cancel()
+            return handle
+        n = next(self._ids)
+        self._actions[n] = (handle, action)
+        self._actor.wakeupAfter(timedelta(milliseconds=max(0.0, delay_ms)), payload=(self.TIMER_PAYLOAD, n))
+        return handle
+
+    def run(self, payload) -> bool:
+        """Run the action of a wake-up's ``payload``; whether it was one of this timer's."""
+        if not (isinstance(payload, tuple) and len(payload) == 2 and payload[0] == self.TIMER_PAYLOAD):
+            return False
+        handle, action = self._actions.pop(payload[1], (None, None))
+        if handle is not None and not handle.cancelled and not self._stopped:
+            try:
+                action()
+            except Exception:  # noqa: BLE001 - as ThreadTimer: logged, the timer goes on
+                log.exception("JobMaster checkpoint timer action failed")
+        return True
+
+    def shutdown(self) -> None:
+        self._stopped = True
+        self._actions.clear()
 
 
 class JobMasterActor(Actor):
@@ -157,6 +247,9 @@ class JobMasterActor(Actor):
         self.last_heartbeat = 0.0
         self.watch = ParentWatch()
         self.orphaned = False
+        self.lost_resources = set()  # resource ids of lost TaskExecutors that held this job's slots
+        self.slot_request_deadline: Optional[float] = None  # monotonic s, while a restart waits for slots
+        self.checkpoint_timer = ActorCheckpointTimer(self)
 
     def receiveMessage(self, msg, sender):  # noqa: N802, C901 - Thespian's name; one dispatch
         try:
@@ -169,9 +262,15 @@ class JobMasterActor(Actor):
         if isinstance(msg, m.StartJobMaster):
             self._start(msg)
         elif isinstance(msg, m.SlotsAllocated):
-            self._deploy_processes(msg.slots)
+            if self.slot_request_deadline is not None:
+                self._replace_lost_slots(msg.slots)
+            else:
+                self._deploy_processes(msg.slots)
         elif isinstance(msg, m.SlotRequestFailed):
-            self._fail_before_deployment(msg.message)
+            if self.slot_request_deadline is not None:
+                self._retry_slot_request(msg.message)
+            else:
+                self._fail_before_deployment(msg.message)
         elif isinstance(msg, m.TaskProcessReady):
             task = self._task(msg.attempt_id)
             task.actor, task.data_address, task.pid = sender, tuple(msg.data_address), msg.pid
@@ -208,6 +307,7 @@ class JobMasterActor(Actor):
             if self.jm is not None:
                 self.jm.cancel()
         elif isinstance(msg, m.TaskExecutorLost):
+            self.lost_resources.add(msg.resource_id)
             lost = [t for t in self.deployer.tasks.values() if t.slot.resource_id == msg.resource_id] \
                 if self.deployer else []
             self._fail_tasks(lost, msg.cause)
@@ -216,7 +316,13 @@ class JobMasterActor(Actor):
             self.resource_manager = msg.resource_manager
             self._fail_tasks(list(self.deployer.tasks.values()) if self.deployer else [], msg.cause,
                              ControlProcessLostException)
+        elif isinstance(msg, WakeupMessage) and msg.payload == _RESTART:
+            self._restart()
+        elif isinstance(msg, (m.AcknowledgeCheckpoint, m.DeclineCheckpoint)):
+            self._receive_checkpoint_message(msg)
         elif isinstance(msg, WakeupMessage):
+            if self.checkpoint_timer.run(msg.payload):
+                return
             self._check_dispatcher()
             self._heartbeat()
             self._report()
@@ -263,11 +369,11 @@ class JobMasterActor(Actor):
             self._report()
             return
         self.deployer = ClusterDeployer([], self.send)
-        self.jm = JobMaster(job_graph, self.deployer, conf, sub.job_parameters, on_terminal=self._on_terminal)
+        self.jm = JobMaster(job_graph, self.deployer, conf, sub.job_parameters, on_terminal=self._on_terminal,
+                            schedule_restart=self._schedule_restart, checkpoint_timer=self.checkpoint_timer)
         self.send(self.resource_manager, m.RequestSlots(self.job_id, sum(required_slots(job_graph).values())))
 
     def _fail_before_deployment(self, message: str) -> None:
-        from rill.runtime.errors import NoResourceAvailableException  # noqa: PLC0415
         self.jm.fail_deployment(NoResourceAvailableException(message))
 
     def _deploy_processes(self, slots: List[m.AllocatedSlot]) -> None:
@@ -275,15 +381,20 @@ class JobMasterActor(Actor):
         self.jm.start()
         if self.jm.result_future.done():
             return
+        self._start_task_processes()
+
+    def _start_task_processes(self) -> None:
+        """A process per task of the JobMaster's current attempt, in its slot."""
         self._send_report()  # RUNNING now: a job may end before the next report tick
-        for task in self.deployer.tasks.values():
+        for task in self.jm.tasks:
             tdd = task.tdd
             self.send(task.slot.task_executor, m.StartTask(self.job_id, tdd.attempt_id, tdd.task_name_with_subtasks,
                                                            task.slot.slot_number, self.myAddress, self.netty_config))
 
     def _maybe_deploy_tasks(self) -> None:
-        tasks = self.deployer.tasks
-        if self.deployed or any(t.data_address is None for t in tasks.values()):
+        tasks = self.deployer.tasks  # every attempt's, by attempt id
+        current = list(self.jm.tasks)
+        if self.deployed or any(t.data_address is None for t in current):
             return
         self.deployed = True
         if self.jm.result_future.done():
@@ -294,7 +405,7 @@ class JobMasterActor(Actor):
         # a vertex's operators (a source's whole collection, say) are pickled once for all its
         # subtasks; what differs per subtask is small
         task_informations: Dict[str, bytes] = {}
-        for task in tasks.values():
+        for task in current:
             if task.execution_state.is_terminal():
                 continue
             tdd = task.tdd
@@ -328,6 +439,60 @@ class JobMasterActor(Actor):
         except Exception as e:  # noqa: BLE001 - the enumerator's failure fails the reader
             self.send(sender, m.SplitResponse(msg.request_id, None, f"the split enumerator failed: "
                                                                    f"{type(e).__name__}: {e}"))
+
+    # -- restarts (the JobMaster's schedule_restart) ------------------------------------------------
+    def _schedule_restart(self, delay_ms: int, restart) -> None:
+        """The backoff as a wake-up; the JobMaster's ``restart_tasks`` runs in :meth:`_redeploy`."""
+        self.wakeupAfter(timedelta(milliseconds=delay_ms), payload=_RESTART)
+
+    def _restart(self) -> None:
+        """The backoff passed: replace the slots of lost TaskExecutors, then redeploy."""
+        if self.jm is None or self.jm.status is not JobStatus.RESTARTING:
+            return  # cancelled or failed meanwhile
+        lost = [s for s in self.deployer.slots if s.resource_id in self.lost_resources]
+        if not lost:
+            self._redeploy()
+            return
+        if self.slot_request_deadline is None:
+            timeout_ms = self.submission.configuration.get(SLOT_REQUEST_TIMEOUT)
+            self.slot_request_deadline = time.monotonic() + timeout_ms / 1000.0
+        self.send(self.resource_manager, m.RequestSlots(self.job_id, len(lost)))
+
+    def _replace_lost_slots(self, slots: List[m.AllocatedSlot]) -> None:
+        """New slots in place of the lost ones (same indexes: the slot assignment stays)."""
+        fresh = iter(slots)
+        self.deployer.slots = [next(fresh) if s.resource_id in self.lost_resources else s
+                               for s in self.deployer.slots]
+        self.lost_resources.clear()
+        self.slot_request_deadline = None
+        self._redeploy()
+
+    def _retry_slot_request(self, message: str) -> None:
+        """No free slots yet (a replacement TaskExecutor is still starting): ask again soon,
+        until ``slot.request.timeout``; then the job fails with the ResourceManager's answer."""
+        if time.monotonic() < self.slot_request_deadline:
+            self.wakeupAfter(timedelta(milliseconds=SLOT_REQUEST_RETRY_MS), payload=_RESTART)
+            return
+        self.slot_request_deadline = None
+        self.jm.fail_deployment(NoResourceAvailableException(f"the restart found no slots: {message}"))
+
+    def _redeploy(self) -> None:
+        """The JobMaster's new attempt: its tasks, then a process for each."""
+        self.deployed = False
+        self.jm.restart_tasks()
+        if not self.jm.result_future.done():
+            self._start_task_processes()
+
+    # -- checkpoints ----------------------------------------------------------------------------
+    def _receive_checkpoint_message(self, msg) -> None:
+        coordinator = None if self.jm is None else self.jm.checkpoint_coordinator
+        if coordinator is None:
+            return
+        if isinstance(msg, m.AcknowledgeCheckpoint):
+            coordinator.receive_acknowledge_message(msg.attempt_id, msg.checkpoint_id, msg.metrics,
+                                                    cloudpickle.loads(msg.subtask_state))
+        else:
+            coordinator.receive_decline_message(msg.checkpoint_id, msg.attempt_id, cloudpickle.loads(msg.reason))
 
     # -- failures -------------------------------------------------------------------------------
     def _fail_tasks(self, tasks: List[RemoteTask], cause: str, error_type=TaskExecutorLostException) -> None:
@@ -388,14 +553,8 @@ class JobMasterActor(Actor):
         this actor still runs, is asked then. The processes of a job cancelled while they were
         starting report after this actor is gone: the ResourceManager's ``ReleaseJobTasks``,
         sent when the job's slots are freed, stops them at their TaskExecutor."""
-        if self.deployer is None:
-            return
-        for task in self.deployer.tasks.values():
-            if task.released:
-                continue
-            task.released = True
-            if task.actor is not None:
-                self.send(task.actor, ActorExitRequest())
+        if self.deployer is not None:
+            self.deployer.release_tasks(list(self.deployer.tasks.values()))
 
     def _report(self) -> None:
         """Send the report and, until it is the final one, schedule the next."""
@@ -434,7 +593,7 @@ class JobMasterActor(Actor):
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm),
-            job_master_pid=os.getpid(), failure_cause=cause)
+            job_master_pid=os.getpid(), failure_cause=cause, checkpoint_stats=jm.get_checkpoint_stats())
 
     def _rest_snapshot(self, jm):
         """The job as the REST API shows it; None (logged) if it cannot be read: the REST

@@ -11,6 +11,8 @@ Flow of a job (names as in Flink)::
     ResourceManager --SlotsAllocated--> JobMaster --StartTask--> TaskExecutor --(creates)--> StreamTask
     StreamTask --TaskProcessReady(data address)--> JobMaster --DeployTask(TDD + locations)--> StreamTask
     StreamTask --TaskExecutionStateUpdate / TaskMetricsReport / RequestSplit / ReportedWatermarkEvent--> JobMaster
+    JobMaster --TriggerCheckpoint / NotifyCheckpointComplete / NotifyCheckpointAborted--> StreamTask
+    StreamTask --AcknowledgeCheckpoint / DeclineCheckpoint--> JobMaster
     JobMaster --JobStatusReport--> Dispatcher <--RequestJobStatus-- client
 """
 
@@ -140,6 +142,8 @@ class JobStatusReport:
     rest_snapshot: Any = None
     job_master_pid: Optional[int] = None
     failure_cause: Optional[str] = None
+    #: the job's ``CheckpointStatsSnapshot`` (``None`` without checkpointing)
+    checkpoint_stats: Any = None
 
     __repr__ = _short_repr
 
@@ -503,3 +507,61 @@ class WatermarkAlignmentEvent:
 
     request_id: int
     group_minimum_ms: int
+
+
+# ---------------------------------------------------------------- checkpoints
+
+
+@dataclass(frozen=True, repr=False)
+class TriggerCheckpoint:
+    """JobMaster → a source StreamTask: take checkpoint ``checkpoint_id`` (Flink's
+    ``TaskExecutorGateway.triggerCheckpoint``). ``options`` is the cloudpickled
+    ``CheckpointOptions`` (with the storage location)."""
+
+    attempt_id: str
+    checkpoint_id: int
+    timestamp: int
+    options: bytes
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointComplete:
+    """JobMaster → every StreamTask: checkpoint ``checkpoint_id`` completed."""
+
+    attempt_id: str
+    checkpoint_id: int
+
+
+@dataclass(frozen=True)
+class NotifyCheckpointAborted:
+    """JobMaster → every StreamTask: checkpoint ``checkpoint_id`` was aborted."""
+
+    attempt_id: str
+    checkpoint_id: int
+
+
+@dataclass(frozen=True, repr=False)
+class AcknowledgeCheckpoint:
+    """StreamTask → JobMaster (Flink's ``AcknowledgeCheckpoint``): ``metrics`` a
+    ``CheckpointMetrics``, ``subtask_state`` the cloudpickled ``{operator id: handle or None}``."""
+
+    attempt_id: str
+    checkpoint_id: int
+    metrics: Any
+    subtask_state: bytes
+
+    __repr__ = _short_repr
+
+
+@dataclass(frozen=True, repr=False)
+class DeclineCheckpoint:
+    """StreamTask → JobMaster (Flink's ``DeclineCheckpoint``): ``reason`` the cloudpickled
+    exception."""
+
+    attempt_id: str
+    checkpoint_id: int
+    reason: bytes
+
+    __repr__ = _short_repr

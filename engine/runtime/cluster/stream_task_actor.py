@@ -33,11 +33,13 @@ from typing import Any, Dict, Optional
 import cloudpickle
 from thespian.actors import Actor, ActorExitRequest, PoisonMessage, ThespianWatch, WakeupMessage, WatchMessage
 
+from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
+from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, answer_in_task
 from rill.runtime.cluster.liveness import ParentWatch
 
-__all__ = ["StreamTaskActor", "RemoteSourceCoordinator"]
+__all__ = ["StreamTaskActor", "RemoteSourceCoordinator", "ActorCheckpointResponder"]
 
 log = logging.getLogger("rill.cluster.task")
 
@@ -131,6 +133,28 @@ class RemoteSourceCoordinator:
         return True
 
 
+class ActorCheckpointResponder(CheckpointResponder):
+    """The task's acknowledgements and declines as messages to the JobMaster, through the
+    outbox (they come from the task's asynchronous checkpoint thread or its task thread). The
+    outbox keeps their order with the task's state updates: an acknowledgement sent before the
+    task finished arrives before its FINISHED."""
+
+    def __init__(self, outbox: _Outbox, job_master: Any) -> None:
+        self._outbox = outbox
+        self._job_master = job_master
+
+    def acknowledge_checkpoint(self, attempt_id, checkpoint_id, metrics, subtask_state) -> None:
+        self._outbox.post(self._job_master, m.AcknowledgeCheckpoint(attempt_id, checkpoint_id, metrics,
+                                                                    cloudpickle.dumps(dict(subtask_state))))
+
+    def decline_checkpoint(self, attempt_id, checkpoint_id, reason) -> None:
+        try:
+            payload = cloudpickle.dumps(reason)
+        except Exception:  # noqa: BLE001 - an exception that does not pickle travels as text
+            payload = cloudpickle.dumps(RuntimeError(f"{type(reason).__name__}: {reason}"))
+        self._outbox.post(self._job_master, m.DeclineCheckpoint(attempt_id, checkpoint_id, payload))
+
+
 class StreamTaskActor(Actor):
     """One task attempt; see the module docstring for its life."""
 
@@ -177,6 +201,14 @@ class StreamTaskActor(Actor):
         elif isinstance(msg, m.CancelTask):
             if self.task is not None:
                 self.task.cancel_execution()
+        elif isinstance(msg, m.TriggerCheckpoint):
+            self._trigger_checkpoint(msg)
+        elif isinstance(msg, m.NotifyCheckpointComplete):
+            if self.task is not None:
+                self.task.notify_checkpoint_complete(msg.checkpoint_id)
+        elif isinstance(msg, m.NotifyCheckpointAborted):
+            if self.task is not None:
+                self.task.notify_checkpoint_aborted(msg.checkpoint_id)
         elif isinstance(msg, WakeupMessage):
             if self.watch.parent_died() and not self.released:
                 self._orphaned()
@@ -239,8 +271,19 @@ class StreamTaskActor(Actor):
         apply_gc_thresholds(parse_gc_thresholds(configuration.get(ConfigOptions.TASK_GC_THRESHOLDS)))
         network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
                                      configuration=configuration)
-        self.task = Task(tdd, network, self.coordinators, self._on_state)
+        self.task = Task(tdd, network, self.coordinators, self._on_state,
+                         ActorCheckpointResponder(self.outbox, self.job_master))
         self.task.start()
+
+    def _trigger_checkpoint(self, msg: m.TriggerCheckpoint) -> None:
+        """A trigger for a task not deployed (yet) is declined by its Task once it exists; here,
+        with no Task, it is declined directly."""
+        if self.task is not None:
+            self.task.trigger_checkpoint(msg.checkpoint_id, msg.timestamp, cloudpickle.loads(msg.options))
+            return
+        ActorCheckpointResponder(self.outbox, self.job_master).decline_checkpoint(
+            msg.attempt_id, msg.checkpoint_id,
+            CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, "not deployed"))
 
     def _on_state(self, task, state, failure) -> None:
         """Task thread: report a state change (with the final metrics when terminal)."""

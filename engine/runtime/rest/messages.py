@@ -157,8 +157,8 @@ def vertex_watermarks(v: VertexSnapshot) -> List[Dict]:
 
 def job_exceptions(j: JobSnapshot) -> Dict:
     """``GET /jobs/:jobid/exceptions``: ``JobExceptionsHandler`` / ``JobExceptionsInfoWithHistory``
-    (the first failure is the root exception; no restarts, so the history has one entry per
-    failed task)."""
+    (one history entry per failure the job restarted after or failed with, newest first; the
+    newest is the root exception)."""
     entries = [{"exceptionName": e.exception_name, "stacktrace": e.stacktrace, "timestamp": e.timestamp_ms,
                 "taskName": e.task_name, "endpoint": "127.0.0.1", "taskManagerId": e.taskmanager_id,
                 "failureLabels": {}, "concurrentExceptions": []} for e in j.exceptions]

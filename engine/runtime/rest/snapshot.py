@@ -136,14 +136,19 @@ def snapshot_job_master(jm, location: Optional[Callable[[object], Tuple[str, str
             inputs=[str(e.get_source().get_producer().get_id()) for e in v.get_inputs()],
             subtasks=subtasks,
         ))
-    exceptions = []
-    if failure is not None:  # the root cause (Flink's root exception); later failures follow from it
-        where = next((location(t)[0] for t in tasks if t.task_name_with_subtasks == failure.task_name_with_subtasks), "")
-        exceptions.append(ExceptionSnapshot(
-            exception_name=type(failure.error).__name__, message=str(failure.error),
-            stacktrace=failure.traceback_text or f"{type(failure.error).__name__}: {failure.error}",
-            timestamp_ms=wall(end_ns) if end_ns is not None else now_wall_ms,
-            task_name=failure.task_name_with_subtasks, operator_name=failure.operator_name, taskmanager_id=where))
+    # Flink's exception history: every failure the job restarted after, and the one it failed
+    # with, newest first; a failure still being handled (FAILING) is the newest
+    history = jm.get_exception_history()
+    pending = failure is not None and all(e.failure is not failure for e in history)
+    entries = [(failure, now_wall_ms, next((t for t in tasks
+                                            if t.task_name_with_subtasks == failure.task_name_with_subtasks), None))
+               ] if pending else []
+    entries += [(e.failure, e.timestamp_ms, e.task) for e in reversed(history)]
+    exceptions = [ExceptionSnapshot(
+        exception_name=type(f.error).__name__, message=str(f.error),
+        stacktrace=f.traceback_text or f"{type(f.error).__name__}: {f.error}", timestamp_ms=timestamp_ms,
+        task_name=f.task_name_with_subtasks, operator_name=f.operator_name,
+        taskmanager_id=location(task)[0] if task is not None else "") for f, timestamp_ms, task in entries]
     start_ms = wall(start_ns)
     timestamps = {"INITIALIZING": start_ms, "CREATED": start_ms, "RUNNING": start_ms}
     if end_ns is not None:

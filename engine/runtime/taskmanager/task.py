@@ -22,6 +22,10 @@ from typing import Any, Callable, Dict, List, Optional
 from rill.graph.states import ExecutionState
 from rill.network.buffer.buffer_pool import BufferPoolDestroyedError
 from rill.network.partition.exceptions import PartitionReleasedError
+from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
+from rill.runtime.checkpoint.checkpoint_options import CheckpointMetaData, CheckpointOptions
+from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
+from rill.runtime.mailbox.task_mailbox import MailboxClosedError
 from rill.runtime.metrics import TaskIOMetrics
 from rill.runtime.taskmanager.channel_timeline import ChannelTimelineRecorder
 from rill.runtime.tasks.stream_task import (
@@ -55,6 +59,11 @@ class RuntimeEnvironment:
     records_per_batch: int
     metrics: TaskIOMetrics
     auto_watermark_interval_ms: int = 200
+    attempt_id: str = ""
+    #: where the task's checkpoint acknowledgements go (``None``: the task takes none)
+    checkpoint_responder: Optional[CheckpointResponder] = None
+    #: the ``JobManagerTaskRestore`` of the deployment, or ``None``
+    task_restore: Any = None
 
 
 @dataclass(frozen=True)
@@ -103,10 +112,13 @@ class Task:
     :param coordinators: operator coordinators of the job by StreamNode id (sources' split
         enumerators).
     :param listener: called on every state change, from the task thread.
+    :param checkpoint_responder: where checkpoint acknowledgements and declines go.
     """
 
-    def __init__(self, tdd, network, coordinators: Dict[int, Any], listener: TaskListener):
+    def __init__(self, tdd, network, coordinators: Dict[int, Any], listener: TaskListener,
+                 checkpoint_responder: Optional[CheckpointResponder] = None):
         self.tdd = tdd
+        self.checkpoint_responder = checkpoint_responder
         self.network = network
         self.coordinators = coordinators
         self.listener = listener
@@ -181,6 +193,9 @@ class Task:
                 records_per_batch=self.tdd.source_batch_size,
                 metrics=self.metrics,
                 auto_watermark_interval_ms=self.tdd.auto_watermark_interval_ms,
+                attempt_id=self.tdd.attempt_id,
+                checkpoint_responder=self.checkpoint_responder,
+                task_restore=self.tdd.task_restore,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)
@@ -255,6 +270,42 @@ class Task:
         self._release_resources(None)
         self._transition({ExecutionState.CREATED, ExecutionState.DEPLOYING, ExecutionState.INITIALIZING,
                           ExecutionState.RUNNING, ExecutionState.CANCELING}, ExecutionState.CANCELED)
+
+    # -- checkpoints (the coordinator's calls; any thread) ------------------------------------
+    def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options: CheckpointOptions) -> None:
+        """Take checkpoint ``checkpoint_id`` as one of its source tasks (Flink's
+        ``Task.triggerCheckpointBarrier``): a priority mail to the task thread; a task that is
+        not running declines it (``CHECKPOINT_DECLINED_TASK_NOT_READY``)."""
+        invokable = self.invokable
+        if invokable is not None and self.execution_state is ExecutionState.RUNNING:
+            try:
+                invokable.trigger_checkpoint_async(CheckpointMetaData(checkpoint_id, timestamp), options)
+                return
+            except MailboxClosedError:
+                pass
+        if self.checkpoint_responder is not None:
+            self.checkpoint_responder.decline_checkpoint(self.tdd.attempt_id, checkpoint_id, CheckpointException(
+                CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY,
+                f"{self.task_name_with_subtasks} is {self.execution_state.name}"))
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: a priority mail telling every operator; a
+        task that no longer runs mails is not told."""
+        invokable = self.invokable
+        if invokable is not None and self.execution_state is ExecutionState.RUNNING:
+            try:
+                invokable.notify_checkpoint_complete_async(checkpoint_id)
+            except MailboxClosedError:
+                pass
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted: a priority mail telling every operator."""
+        invokable = self.invokable
+        if invokable is not None and self.execution_state is ExecutionState.RUNNING:
+            try:
+                invokable.notify_checkpoint_aborted_async(checkpoint_id)
+            except MailboxClosedError:
+                pass
 
     def cancel_execution(self) -> None:
         """Cancel from any thread; returns at once (the task thread finishes the job)."""

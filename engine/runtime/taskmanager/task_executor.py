@@ -32,12 +32,23 @@ class TaskExecutor:
         self._tasks: Dict[str, Task] = {}
         self._lock = threading.Lock()
 
-    def submit_task(self, tdd, coordinators, listener) -> Task:
-        """Create the task (registering its partitions) without starting it."""
-        task = Task(tdd, self.network, coordinators, listener)
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> Task:
+        """Create the task (registering its partitions) without starting it; its checkpoint
+        acknowledgements go to ``checkpoint_responder``."""
+        task = Task(tdd, self.network, coordinators, listener, checkpoint_responder)
         with self._lock:
             self._tasks[tdd.attempt_id] = task
         return task
+
+    def release_tasks(self, tasks: List[Task]) -> None:
+        """The JobMaster is done with these terminal tasks (a restart replaces them): release
+        the partitions they still hold (a finished producer's, which the cancelled consumers
+        never consumed) and forget them (Flink's ``TaskExecutor.releasePartitions``)."""
+        for task in tasks:
+            for partition in task.result_partitions:
+                self.partition_manager.release_partition(partition.partition_id)
+            with self._lock:
+                self._tasks.pop(task.tdd.attempt_id, None)
 
     def tasks(self) -> List[Task]:
         with self._lock:

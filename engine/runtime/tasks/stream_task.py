@@ -15,11 +15,15 @@ from __future__ import annotations
 import threading
 from typing import List, Optional
 
-from rill.network.events import EndOfPartitionEvent
+from rill.network.events import CancelCheckpointMarker, CheckpointBarrier, EndOfPartitionEvent
 from rill.operators.context import StreamOperatorContext
 from rill.operators.source_operator import InputStatus
 from rill.operators.state_initializer import StreamTaskStateInitializer
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks
+from rill.runtime.checkpoint.barrier_handler import CheckpointBarrierHandler, create_barrier_handler
+from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
+from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetaData, CheckpointOptions
+from rill.runtime.checkpoint.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
@@ -60,6 +64,8 @@ class StreamTask:
         self._cancel_requested = threading.Event()  # what operators see of `canceled`
         self._flusher = None
         self._cleaned_up = False
+        #: this task's part of checkpoints (set once the operators are open)
+        self.subtask_checkpoint_coordinator: Optional[SubtaskCheckpointCoordinator] = None
 
     # -- context for operators (called by OperatorChain) -----------------------------------
     def _operator_context(self, cfg) -> StreamOperatorContext:
@@ -82,7 +88,13 @@ class StreamTask:
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
             task_cancelled=self._cancel_requested.is_set,  # no reference back to the task
         )
-        return self.state_initializer.initialize(ctx)
+        return self.state_initializer.initialize(ctx, self._restored_operator_state(cfg))
+
+    def _restored_operator_state(self, cfg):
+        """The state the deployment restores operator ``cfg`` from, read here on the task thread
+        from its handle (Flink's ``TaskStateManager.prioritizedOperatorState``), or ``None``."""
+        restore = self.env.task_restore
+        return None if restore is None else restore.read_operator_state(str(cfg.operator_id))
 
     # -- life cycle (task thread) ------------------------------------------------------------
     def invoke(self) -> None:
@@ -95,6 +107,10 @@ class StreamTask:
         self.operator_chain = OperatorChain(env.vertex, env.record_writers, self._operator_context)
         self.init_input()
         self.operator_chain.initialize_state_and_open()
+        if env.checkpoint_responder is not None:
+            self.subtask_checkpoint_coordinator = SubtaskCheckpointCoordinator(
+                env.task_name_with_subtasks, env.subtask_index, env.attempt_id, self.operator_chain,
+                env.record_writers, env.checkpoint_responder)
         timeout = env.buffer_timeout_ms
         if env.record_writers and timeout is not None and timeout > 0:
             writers = env.record_writers
@@ -111,6 +127,8 @@ class StreamTask:
             w.flush_all()
         for p in env.result_partitions:
             p.finish()
+        if self.subtask_checkpoint_coordinator is not None:  # acknowledged before FINISHED is reported
+            self.subtask_checkpoint_coordinator.wait_for_pending_checkpoints()
         self.metrics.mark_end()
 
     def cleanup(self) -> List[BaseException]:
@@ -120,6 +138,8 @@ class StreamTask:
             return errors
         self._cleaned_up = True
         self.metrics.mark_end()
+        if self.subtask_checkpoint_coordinator is not None:
+            self.subtask_checkpoint_coordinator.close()
         try:
             self.processing_time_service.shutdown()
         except BaseException as e:  # pragma: no cover
@@ -147,6 +167,63 @@ class StreamTask:
             p.buffer_pool.destroy()
         for g in self.env.input_gates:
             g.close()
+
+    # -- checkpoints (Flink's CheckpointableTask) ---------------------------------------------
+    def trigger_checkpoint_async(self, metadata: CheckpointMetaData, options: CheckpointOptions) -> None:
+        """Take checkpoint ``metadata.checkpoint_id`` as a source of it: a priority mail, run
+        ahead of input (any thread; Flink's ``triggerCheckpointAsync``).
+
+        :raises MailboxClosedError: if the task no longer runs mails.
+        """
+        self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT).execute(
+            lambda: self._trigger_checkpoint(metadata, options), f"checkpoint {metadata.checkpoint_id} trigger")
+
+    def _trigger_checkpoint(self, metadata: CheckpointMetaData, options: CheckpointOptions) -> None:
+        coordinator = self.subtask_checkpoint_coordinator
+        if coordinator is not None:
+            coordinator.checkpoint_state(metadata, options)
+
+    def trigger_checkpoint_on_barrier(self, metadata: CheckpointMetaData, options: CheckpointOptions,
+                                      alignment_duration_ms: float) -> None:
+        """Every input delivered the barrier (task thread; called by the barrier handler)."""
+        coordinator = self.subtask_checkpoint_coordinator
+        if coordinator is not None:
+            coordinator.checkpoint_state(metadata, options, alignment_duration_ms)
+
+    def abort_checkpoint_on_barrier(self, checkpoint_id: int, cause: CheckpointException) -> None:
+        """The inputs cannot align on ``checkpoint_id`` (task thread; the barrier handler)."""
+        coordinator = self.subtask_checkpoint_coordinator
+        if coordinator is not None:
+            coordinator.abort_checkpoint_on_barrier(checkpoint_id, cause)
+
+    def notify_checkpoint_complete_async(self, checkpoint_id: int) -> None:
+        """Tell every operator that ``checkpoint_id`` completed: a priority mail (any thread).
+
+        :raises MailboxClosedError: if the task no longer runs mails.
+        """
+        self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT).execute(
+            lambda: self._notify(True, checkpoint_id), f"checkpoint {checkpoint_id} complete")
+
+    def notify_checkpoint_aborted_async(self, checkpoint_id: int) -> None:
+        """Tell every operator that ``checkpoint_id`` was aborted: a priority mail (any thread).
+
+        :raises MailboxClosedError: if the task no longer runs mails.
+        """
+        self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT).execute(
+            lambda: self._notify(False, checkpoint_id), f"checkpoint {checkpoint_id} aborted")
+
+    def _notify(self, complete: bool, checkpoint_id: int) -> None:
+        coordinator = self.subtask_checkpoint_coordinator
+        if coordinator is None:
+            return
+        if complete:
+            coordinator.notify_checkpoint_complete(checkpoint_id)
+        else:
+            self._checkpoint_aborted(checkpoint_id)
+            coordinator.notify_checkpoint_aborted(checkpoint_id)
+
+    def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Input side of an aborted checkpoint (a network task stops aligning on it)."""
 
     # -- input ------------------------------------------------------------------------------
     def init_input(self) -> None:
@@ -204,6 +281,9 @@ class _NetworkInputStreamTask(StreamTask):
         self._finished = [False] * len(self._gates)
         self._next_gate = 0
         self._suspension = None
+        #: created by the first barrier, in the mode the barrier says (never without checkpoints)
+        self._barrier_handler: Optional[CheckpointBarrierHandler] = None
+        self._aborted_before_handler = 0  # the newest checkpoint given up before the first barrier
         for g, _ in self._gates:
             g.set_availability_listener(self._on_input_available)
 
@@ -265,10 +345,38 @@ class _NetworkInputStreamTask(StreamTask):
                         self._end_input(inp)
                     if all(self._finished):
                         controller.all_actions_completed()
-            # other events (EndOfData, checkpoint barriers) need no action yet
+                if self._barrier_handler is not None:
+                    self._barrier_handler.process_end_of_partition(gate, boe.channel_index)
+            elif isinstance(event, CheckpointBarrier):
+                self._barriers(event.options.alignment).process_barrier(event, gate, boe.channel_index)
+            elif isinstance(event, CancelCheckpointMarker):
+                self._process_cancellation_barrier(event, gate, boe.channel_index)
+            # EndOfData needs no action yet
         except BaseException as e:
             attribute_error(e, self._head_name)
             raise
+
+    def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        if self._barrier_handler is not None:
+            self._barrier_handler.on_checkpoint_aborted(checkpoint_id)
+        else:
+            self._aborted_before_handler = max(self._aborted_before_handler, checkpoint_id)
+
+    def _process_cancellation_barrier(self, marker: CancelCheckpointMarker, gate, channel_index: int) -> None:
+        if self._barrier_handler is not None:
+            self._barrier_handler.process_cancellation_barrier(marker, gate, channel_index)
+        elif marker.checkpoint_id > self._aborted_before_handler:  # no barrier of it came yet
+            self._aborted_before_handler = marker.checkpoint_id
+            self.abort_checkpoint_on_barrier(marker.checkpoint_id, CheckpointException(
+                CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER))
+
+    def _barriers(self, alignment: AlignmentType) -> CheckpointBarrierHandler:
+        handler = self._barrier_handler
+        if handler is None:  # the job's mode is the same for all its checkpoints
+            handler = self._barrier_handler = create_barrier_handler(alignment, self, [g for g, _ in self._gates])
+            if self._aborted_before_handler:
+                handler.on_checkpoint_aborted(self._aborted_before_handler)
+        return handler
 
     def _emit(self, inp: _LogicalInput, watermark: Optional[int], status) -> None:
         if watermark is not None:

@@ -12,6 +12,7 @@ tag  event
 2    :class:`~rill.network.events.CheckpointBarrier` (id, timestamp, options)
 3    :class:`~rill.common.streamrecord.Watermark` (timestamp)
 4    :class:`~rill.common.streamrecord.WatermarkStatus` (status)
+5    :class:`~rill.network.events.CancelCheckpointMarker` (id)
 255  any other event object, through the value codec (pickled if needed)
 ==== =========================================================================
 
@@ -24,7 +25,14 @@ from typing import Any
 
 from rill.common.streamrecord import Watermark, WatermarkStatus
 
-from ...events import END_OF_PARTITION_EVENT, CheckpointBarrier, EndOfDataEvent, EndOfPartitionEvent, StopMode
+from ...events import (
+    END_OF_PARTITION_EVENT,
+    CancelCheckpointMarker,
+    CheckpointBarrier,
+    EndOfDataEvent,
+    EndOfPartitionEvent,
+    StopMode,
+)
 from .value_codec import ValueSerializationError, pack_value, unpack_value
 
 __all__ = ["EventSerializer"]
@@ -34,6 +42,7 @@ _TAG_END_OF_DATA = 1
 _TAG_BARRIER = 2
 _TAG_WATERMARK = 3
 _TAG_WATERMARK_STATUS = 4
+_TAG_CANCEL_CHECKPOINT = 5
 _TAG_OTHER = 255
 
 _EOP_BYTES = bytes((_TAG_END_OF_PARTITION,))
@@ -60,6 +69,8 @@ class EventSerializer:
             return bytes((_TAG_END_OF_DATA,)) + pack_value(event.stop_mode.value)
         if kind is WatermarkStatus:
             return bytes((_TAG_WATERMARK_STATUS,)) + pack_value(event.status)
+        if kind is CancelCheckpointMarker:
+            return bytes((_TAG_CANCEL_CHECKPOINT,)) + pack_value(event.checkpoint_id)
         return bytes((_TAG_OTHER,)) + pack_value(event)
 
     @staticmethod
@@ -89,6 +100,8 @@ class EventSerializer:
                     if shared.status == status:
                         return shared
                 return WatermarkStatus(status)
+            if tag == _TAG_CANCEL_CHECKPOINT:
+                return CancelCheckpointMarker(unpack_value(body))
             if tag == _TAG_OTHER:
                 return unpack_value(body)
         except ValueSerializationError:

@@ -92,6 +92,8 @@ class SingleInputGate(InputGate):
         self._num_finished_channels = 0
         self._end_of_data_channels = [False] * n
         self._num_end_of_data_channels = 0
+        # channels held back by checkpoint alignment: never queued, so never polled
+        self._blocked = [False] * n
         self._listener: Optional[Callable[[], None]] = None
         self._closed = False
         self._set_up = False
@@ -136,7 +138,7 @@ class SingleInputGate(InputGate):
         Fires the availability listener if the gate had nothing to read. Thread-safe."""
         index = channel.channel_index
         with self._lock:
-            if self._closed or self._queued[index] or self._finished_channels[index]:
+            if self._closed or self._queued[index] or self._finished_channels[index] or self._blocked[index]:
                 return
             self._queued[index] = True
             queue = self._channels_with_data
@@ -201,6 +203,43 @@ class SingleInputGate(InputGate):
                 self._queued[index] = False
                 self._channels_with_data.remove(channel)
         channel.release()
+
+    # ------------------------------------------------------------------ alignment
+
+    def block_consumption(self, channel_index: int) -> None:
+        """Stop returning entries of channel ``channel_index`` until
+        :meth:`resume_consumption` (Flink's blocked channel after a barrier of an aligned
+        checkpoint: what follows the barrier waits in the channel, and its producer is
+        back-pressured once the channel's credit is used). Task thread; idempotent.
+
+        :raises IndexError: for an index outside ``[0, channels)``.
+        """
+        channel = self._channels[channel_index]
+        with self._lock:
+            self._blocked[channel_index] = True
+            if self._queued[channel_index]:
+                self._queued[channel_index] = False
+                self._channels_with_data.remove(channel)
+
+    def resume_consumption(self, channel_index: int) -> None:
+        """Return entries of channel ``channel_index`` again (Flink's ``resumeConsumption``).
+        The channel is queued as having data whether or not it has some: a poll that finds it
+        empty skips it. Task thread; idempotent.
+
+        :raises IndexError: for an index outside ``[0, channels)``.
+        """
+        channel = self._channels[channel_index]
+        with self._lock:
+            if not self._blocked[channel_index]:
+                return
+            self._blocked[channel_index] = False
+            if not (self._closed or self._queued[channel_index] or self._finished_channels[channel_index]):
+                self._queued[channel_index] = True
+                self._channels_with_data.append(channel)
+
+    def is_blocked(self, channel_index: int) -> bool:
+        """Whether channel ``channel_index`` is held back by :meth:`block_consumption`."""
+        return self._blocked[channel_index]
 
     # ------------------------------------------------------------------ state
 

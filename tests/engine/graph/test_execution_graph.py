@@ -157,6 +157,6 @@ def test_state_enums_are_flinks():
     assert [s.name for s in ExecutionState] == [
         "CREATED", "SCHEDULED", "DEPLOYING", "INITIALIZING", "RUNNING", "FINISHED", "CANCELING", "CANCELED", "FAILED"]
     assert [s.name for s in JobStatus] == [
-        "CREATED", "RUNNING", "FAILING", "FAILED", "CANCELLING", "CANCELED", "FINISHED"]
+        "CREATED", "RUNNING", "FAILING", "FAILED", "CANCELLING", "CANCELED", "FINISHED", "RESTARTING"]
     assert ExecutionState.CANCELED.is_terminal() and not ExecutionState.CANCELING.is_terminal()
     assert JobStatus.FAILED.is_globally_terminal_state() and not JobStatus.FAILING.is_globally_terminal_state()

@@ -1,0 +1,375 @@
+"""The JobMaster's checkpoint coordinator (Flink's ``CheckpointCoordinator`` with its
+``CheckpointRequestDecider`` and ``CheckpointFailureManager``), the same in embedded and
+cluster mode.
+
+Life of a checkpoint:
+
+1. the periodic timer fires every ``interval_ms``; a trigger is held back while
+   ``max_concurrent_checkpoints`` are pending (it runs when one ends) and until ``min_pause_ms``
+   passed since the last one completed; it is skipped (not a failure) while any task is not
+   RUNNING;
+2. id ``n`` (1, 2, ...) gets a storage location and a :class:`PendingCheckpoint` that waits
+   for every task's acknowledgement; the source tasks (no network inputs) get the trigger; the
+   timeout (``timeout_ms``) starts;
+3. every task acknowledges with its operators' state handles; the last acknowledgement
+   completes it: the location is finalized with the metadata, the
+   :class:`~rill.runtime.checkpoint.completed_checkpoint.CompletedCheckpoint` goes into the
+   :class:`~rill.runtime.checkpoint.completed_checkpoint_store.CompletedCheckpointStore`
+   (retaining ``num_retained``), older pending checkpoints are subsumed, and every task is told
+   ``notify_checkpoint_complete``;
+4. or it is aborted: on its timeout, a task's decline, a task failure or finishing, a failed
+   finalization; the location is disposed of and the tasks are told
+   ``notify_checkpoint_aborted``. Failures whose reason counts (see
+   :class:`~rill.runtime.checkpoint.checkpoint_failure_reason.CheckpointFailureReason`) in a row
+   beyond ``tolerable_failed_checkpoints`` fail the job with Flink's "Exceeded checkpoint
+   tolerable failure threshold."; a completed checkpoint resets the count.
+
+Threading: any method may be called from any thread (timer, task threads and asynchronous
+checkpoint threads embedded; the actor's thread in the cluster); state is guarded by one lock,
+and tasks, stores and the failure callback are called outside it.
+
+Not built yet: checkpoints after tasks finish (FLIP-147): once any task finished, triggers are
+skipped, and a task finishing during a checkpoint aborts it (``CHECKPOINT_DECLINED_TASK_CLOSING``);
+unaligned checkpoints (FLIP-76) are refused when the job starts; savepoints.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
+from rill.graph.states import ExecutionState
+from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
+from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetrics, CheckpointOptions
+from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsSnapshot, CheckpointStatsTracker
+from rill.runtime.checkpoint.completed_checkpoint import CompletedCheckpoint
+from rill.runtime.checkpoint.completed_checkpoint_store import CompletedCheckpointStore
+from rill.runtime.checkpoint.pending_checkpoint import OperatorInfo, PendingCheckpoint, TaskAcknowledgeResult
+from rill.runtime.checkpoint.timer import Cancellable, CheckpointTimer
+from rill.state.checkpoint.metadata import SnapshotType
+from rill.state.checkpoint.storage import CheckpointStorage
+
+__all__ = ["CheckpointCoordinator", "operators_of_job_graph", "TOLERABLE_FAILURE_MESSAGE"]
+
+_LOG = logging.getLogger(__name__)
+
+#: Flink's message when too many checkpoints failed in a row.
+TOLERABLE_FAILURE_MESSAGE = "Exceeded checkpoint tolerable failure threshold."
+
+#: ``() -> [(task, its ExecutionState as the JobMaster recorded it)]``
+TasksProvider = Callable[[], Sequence[Tuple[Any, ExecutionState]]]
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def operators_of_job_graph(job_graph) -> List[OperatorInfo]:
+    """Every operator of ``job_graph`` as the checkpoint metadata lists it."""
+    out = []
+    for v in job_graph.get_vertices():
+        for cfg in v.stream_configs.values():
+            out.append(OperatorInfo(str(cfg.operator_id), v.get_parallelism(), cfg.max_parallelism,
+                                    cfg.operator_name, cfg.uid))
+    return out
+
+
+class CheckpointCoordinator:
+    """
+    :param job_id: the job (32 hex digits).
+    :param options: the job's ``CheckpointingOptions`` (validated already).
+    :param operators: every operator of the job (:func:`operators_of_job_graph`).
+    :param tasks: what the coordinator triggers and waits for (:data:`TasksProvider`); a task
+        has ``tdd`` (``attempt_id``, ``subtask_index``, ``input_gates``, ``task_name``) and
+        ``trigger_checkpoint(checkpoint_id, timestamp, options)``,
+        ``notify_checkpoint_complete(checkpoint_id)``, ``notify_checkpoint_aborted(checkpoint_id)``.
+    :param storage: where checkpoints are written.
+    :param timer: runs the periodic trigger and the timeouts.
+    :param fail_job: ``(exception) -> None``: fails the job when too many checkpoints failed in
+        a row (a ``RuntimeError`` with Flink's message).
+    :raises NotImplementedError: for ``unaligned=True`` (FLIP-76 is not built).
+    """
+
+    def __init__(self, job_id: str, options: CheckpointingOptions, operators: Sequence[OperatorInfo], tasks: TasksProvider,
+                 storage: CheckpointStorage, timer: CheckpointTimer,
+                 fail_job: Callable[[BaseException], None]) -> None:
+        if options.unaligned:
+            raise NotImplementedError(
+                "Unaligned checkpoints (execution.checkpointing.unaligned.enabled, FLIP-76) are not built yet: "
+                "run with aligned checkpoints (the default) or AT_LEAST_ONCE")
+        self.job_id = job_id
+        self.options = options
+        self._alignment = (AlignmentType.ALIGNED if options.mode is CheckpointingMode.EXACTLY_ONCE
+                           else AlignmentType.AT_LEAST_ONCE)
+        self._operators = list(operators)
+        self._tasks = tasks
+        self.storage = storage
+        self._timer = timer
+        self._fail_job = fail_job
+        #: the job's completed checkpoints (what recovery restores from)
+        self.completed_checkpoint_store = CompletedCheckpointStore(options.num_retained)
+        self.stats_tracker = CheckpointStatsTracker()
+        self._lock = threading.RLock()
+        self._ids = itertools.count(1)
+        self._pending: Dict[int, PendingCheckpoint] = {}
+        self._periodic: Optional[Cancellable] = None
+        self._retry: Optional[Cancellable] = None
+        self._request_queued = False
+        self._last_completion_ns: Optional[int] = None
+        self._continuous_failures = 0
+        self._shutdown = False
+        self._job_failed = False
+
+    # -- scheduling ---------------------------------------------------------------------------
+    def start_checkpoint_scheduler(self) -> None:
+        """Start periodic checkpoints: the first one ``interval_ms`` from now (Flink's
+        ``startCheckpointScheduler``)."""
+        with self._lock:
+            if self._shutdown or self._periodic is not None:
+                return
+            self._periodic = self._timer.schedule(self.options.interval_ms, self._on_periodic)
+
+    def stop_checkpoint_scheduler(self) -> None:
+        """No more periodic triggers (pending checkpoints go on)."""
+        with self._lock:
+            for c in (self._periodic, self._retry):
+                if c is not None:
+                    c.cancel()
+            self._periodic = self._retry = None
+            self._request_queued = False
+
+    def _on_periodic(self) -> None:
+        with self._lock:
+            if self._shutdown or self._periodic is None:
+                return
+            self._periodic = self._timer.schedule(self.options.interval_ms, self._on_periodic)
+        self.trigger_checkpoint()
+
+    def _on_retry(self) -> None:
+        with self._lock:
+            self._retry = None
+            if not self._request_queued:
+                return
+            self._request_queued = False
+        self.trigger_checkpoint()
+
+    # -- triggering ---------------------------------------------------------------------------
+    def trigger_checkpoint(self) -> Optional[int]:
+        """Trigger a checkpoint now if the limits allow; returns its id, or ``None`` when it was
+        held back (queued behind a pending one or the minimum pause), skipped (a task not
+        running) or failed to start."""
+        with self._lock:
+            if self._shutdown:
+                return None
+            if len(self._pending) >= self.options.max_concurrent_checkpoints:
+                self._request_queued = True  # run when one ends (Flink's queued request)
+                return None
+            if self._last_completion_ns is not None and self.options.min_pause_ms > 0:
+                wait_ms = self.options.min_pause_ms - (time.monotonic_ns() - self._last_completion_ns) / 1e6
+                if wait_ms > 0:
+                    self._request_queued = True
+                    if self._retry is None:
+                        self._retry = self._timer.schedule(wait_ms, self._on_retry)
+                    return None
+            tasks = list(self._tasks())
+            if not tasks or any(state is not ExecutionState.RUNNING for _, state in tasks):
+                _LOG.debug("Checkpoint skipped: %s", CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING.message)
+                return None
+            checkpoint_id = next(self._ids)
+            timestamp = _now_ms()
+            try:
+                location = self.storage.initialize_location_for_checkpoint(checkpoint_id)
+            except Exception as e:  # noqa: BLE001 - counted as Flink's IO_EXCEPTION
+                _LOG.warning("Checkpoint %d could not be started: %s", checkpoint_id, e)
+                self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
+                self.stats_tracker.report_failed_checkpoint(checkpoint_id, _now_ms(), f"{type(e).__name__}: {e}")
+                fail = self._count_failure(CheckpointFailureReason.IO_EXCEPTION)
+                location = None
+            if location is not None:
+                pending = PendingCheckpoint(
+                    self.job_id, checkpoint_id, timestamp,
+                    {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location)
+                self._pending[checkpoint_id] = pending
+                pending.cancellable = self._timer.schedule(
+                    self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
+                self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
+                options = CheckpointOptions(SnapshotType.CHECKPOINT, location, self._alignment)
+                sources = [t for t, _ in tasks if not t.tdd.input_gates]
+        if location is None:
+            if fail is not None:
+                self._fail_job(fail)
+            return None
+        for t in sources:
+            try:
+                t.trigger_checkpoint(checkpoint_id, timestamp, options)
+            except Exception as e:  # noqa: BLE001 - a task that cannot take the trigger declines it
+                self.receive_decline_message(checkpoint_id, t.tdd.attempt_id, CheckpointException(
+                    CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{t.task_name_with_subtasks}: {e}"))
+        return checkpoint_id
+
+    def _on_timeout(self, checkpoint_id: int) -> None:
+        self._abort(checkpoint_id, CheckpointException(
+            CheckpointFailureReason.CHECKPOINT_EXPIRED, f"(checkpoint {checkpoint_id}, timeout "
+                                                        f"{self.options.timeout_ms} ms)"))
+
+    # -- messages from tasks ------------------------------------------------------------------
+    def receive_acknowledge_message(self, attempt_id: str, checkpoint_id: int, metrics: CheckpointMetrics,
+                                    subtask_state) -> bool:
+        """A task acknowledged checkpoint ``checkpoint_id`` with ``subtask_state``
+        (operator id -> handle or ``None``); returns whether it was accepted (a late or unknown
+        acknowledgement is dropped, as Flink's ``receiveAcknowledgeMessage``)."""
+        completed = None
+        with self._lock:
+            pending = self._pending.get(checkpoint_id)
+            if pending is None:
+                return False
+            task = self._task(attempt_id)
+            subtask_index = task.tdd.subtask_index if task is not None else -1
+            result = pending.acknowledge_task(attempt_id, subtask_index, subtask_state)
+            if result is not TaskAcknowledgeResult.SUCCESS:
+                return False
+            self.stats_tracker.report_subtask_stats(checkpoint_id, task.tdd.task_name, subtask_index, _now_ms(),
+                                                    metrics)
+            if pending.is_fully_acknowledged():
+                completed = pending
+                del self._pending[checkpoint_id]
+                pending.cancellable.cancel()
+        if completed is not None:
+            self._complete(completed)
+        return True
+
+    def receive_decline_message(self, checkpoint_id: int, attempt_id: str, reason: BaseException) -> None:
+        """A task declined checkpoint ``checkpoint_id`` (``reason``: a
+        :class:`CheckpointException`, or any exception, read as ``CHECKPOINT_DECLINED``)."""
+        with self._lock:
+            pending = self._pending.get(checkpoint_id)
+            if pending is None or not pending.is_waiting_for(attempt_id):
+                return
+        if not isinstance(reason, CheckpointException):
+            reason = CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED, f"{type(reason).__name__}: {reason}")
+        self._abort(checkpoint_id, reason)
+
+    # -- job events ---------------------------------------------------------------------------
+    def on_task_failure(self) -> None:
+        """A task failed: every pending checkpoint is aborted (``TASK_FAILURE``, not counted).
+        Periodic triggering goes on: triggers are skipped until every task runs again, so a
+        restarted job checkpoints again without being told."""
+        self._abort_all(CheckpointFailureReason.TASK_FAILURE)
+
+    def on_task_finished(self, attempt_id: str) -> None:
+        """A task finished: the pending checkpoints it did not acknowledge cannot complete
+        (``CHECKPOINT_DECLINED_TASK_CLOSING``, not counted; FLIP-147 is not built)."""
+        with self._lock:
+            waiting = [cid for cid, p in self._pending.items() if p.is_waiting_for(attempt_id)]
+        for cid in waiting:
+            self._abort(cid, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING))
+
+    def shutdown(self) -> None:
+        """The job ended: stop triggering, abort what is pending (idempotent)."""
+        self.stop_checkpoint_scheduler()
+        self._abort_all(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
+        with self._lock:
+            self._shutdown = True
+
+    # -- observation --------------------------------------------------------------------------
+    def get_checkpoint_stats_snapshot(self) -> CheckpointStatsSnapshot:
+        """The checkpoint statistics now."""
+        return self.stats_tracker.create_snapshot()
+
+    def get_number_of_pending_checkpoints(self) -> int:
+        with self._lock:
+            return len(self._pending)
+
+    # -- completion and abort -----------------------------------------------------------------
+    def _complete(self, pending: PendingCheckpoint) -> None:
+        try:
+            pointer = pending.location.finalize(pending.metadata())
+        except Exception as e:  # noqa: BLE001 - Flink's FINALIZE_CHECKPOINT_FAILURE
+            with self._lock:
+                self._pending[pending.checkpoint_id] = pending  # so that _abort finds it
+            self._abort(pending.checkpoint_id, CheckpointException(
+                CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, f"{type(e).__name__}: {e}"))
+            return
+        now = _now_ms()
+        completed = CompletedCheckpoint(pending.checkpoint_id, pending.timestamp, now, pending.metadata(pointer),
+                                        pointer, pending.location)
+        self.completed_checkpoint_store.add(completed)
+        self.stats_tracker.report_completed_checkpoint(pending.checkpoint_id, now, pointer)
+        with self._lock:
+            self._last_completion_ns = time.monotonic_ns()
+            self._continuous_failures = 0
+            subsumed = [cid for cid in self._pending if cid < pending.checkpoint_id]
+            tasks = [t for t, _ in self._tasks()]
+        for cid in subsumed:
+            self._abort(cid, CheckpointException(CheckpointFailureReason.CHECKPOINT_SUBSUMED))
+        _LOG.info("Completed checkpoint %d for job %s (%d bytes, %d ms)", completed.checkpoint_id, self.job_id,
+                  completed.state_size, now - completed.timestamp)
+        for t in tasks:
+            try:
+                t.notify_checkpoint_complete(completed.checkpoint_id)
+            except Exception:  # noqa: BLE001 - a task that ended cannot be told
+                _LOG.debug("notify_checkpoint_complete(%d) not delivered", completed.checkpoint_id, exc_info=True)
+        self._after_checkpoint_ended()
+
+    def _abort(self, checkpoint_id: int, exception: CheckpointException, notify: bool = True) -> None:
+        with self._lock:
+            pending = self._pending.pop(checkpoint_id, None)
+            if pending is None:
+                return
+            fail = self._count_failure(exception.reason)
+            tasks = [t for t, _ in self._tasks()] if notify else []
+        pending.dispose()
+        self.stats_tracker.report_failed_checkpoint(checkpoint_id, _now_ms(), str(exception))
+        _LOG.info("Checkpoint %d of job %s aborted: %s", checkpoint_id, self.job_id, exception)
+        for t in tasks:
+            try:
+                t.notify_checkpoint_aborted(checkpoint_id)
+            except Exception:  # noqa: BLE001 - a task that ended cannot be told
+                _LOG.debug("notify_checkpoint_aborted(%d) not delivered", checkpoint_id, exc_info=True)
+        if fail is not None:
+            self._fail_job(fail)
+        else:
+            self._after_checkpoint_ended()
+
+    def _abort_all(self, reason: CheckpointFailureReason) -> None:
+        with self._lock:
+            ids = sorted(self._pending)
+        for cid in ids:
+            self._abort(cid, CheckpointException(reason), notify=False)
+
+    def _count_failure(self, reason: CheckpointFailureReason) -> Optional[BaseException]:
+        """Under the lock: count a failure; the exception to fail the job with when too many
+        counted ones came in a row (once)."""
+        if not reason.counted or self._job_failed:
+            return None
+        self._continuous_failures += 1
+        if self._continuous_failures <= self.options.tolerable_failed_checkpoints:
+            return None
+        self._job_failed = True
+        self._shutdown = True
+        for c in (self._periodic, self._retry):
+            if c is not None:
+                c.cancel()
+        self._periodic = self._retry = None
+        return RuntimeError(f"{TOLERABLE_FAILURE_MESSAGE} The latest checkpoint failed due to {reason.message} "
+                            f"({self._continuous_failures} failed in a row, tolerable: "
+                            f"{self.options.tolerable_failed_checkpoints}); see the checkpoint statistics "
+                            "(JobClient.get_checkpoint_stats) for why")
+
+    def _after_checkpoint_ended(self) -> None:
+        with self._lock:
+            run = self._request_queued and not self._shutdown and self._retry is None
+            if run:
+                self._request_queued = False
+        if run:
+            self.trigger_checkpoint()
+
+    def _task(self, attempt_id: str):
+        for t, _ in self._tasks():
+            if t.tdd.attempt_id == attempt_id:
+                return t
+        return None

@@ -1,0 +1,72 @@
+"""What a trigger and a barrier tell a task about one checkpoint (Flink's ``CheckpointOptions``,
+``CheckpointMetaData`` and ``CheckpointMetrics``)."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from rill.state.checkpoint.metadata import SnapshotType
+from rill.state.checkpoint.storage import CheckpointStorageLocation
+
+__all__ = ["AlignmentType", "CheckpointOptions", "CheckpointMetaData", "CheckpointMetrics"]
+
+
+class AlignmentType(enum.Enum):
+    """How a task lines its inputs up on a barrier (Flink's ``CheckpointOptions.AlignmentType``).
+
+    ``ALIGNED``: exactly-once, channels that delivered the barrier wait for the others;
+    ``AT_LEAST_ONCE``: no waiting, the task snapshots when the last barrier arrives.
+    """
+
+    ALIGNED = "ALIGNED"
+    AT_LEAST_ONCE = "AT_LEAST_ONCE"
+
+
+@dataclass(frozen=True)
+class CheckpointOptions:
+    """Travels with the trigger to the source tasks and inside every
+    :class:`~rill.network.events.CheckpointBarrier` to the others.
+
+    :param snapshot_type: checkpoint or savepoint.
+    :param target_location: where the tasks write their state (picklable; a memory location
+        carries nothing).
+    :param alignment: :class:`AlignmentType`.
+    """
+
+    snapshot_type: SnapshotType
+    target_location: CheckpointStorageLocation
+    alignment: AlignmentType = AlignmentType.ALIGNED
+
+    def is_exactly_once_mode(self) -> bool:
+        """Whether the barrier aligns the inputs (Flink's ``isExactlyOnceMode``)."""
+        return self.alignment is AlignmentType.ALIGNED
+
+
+@dataclass(frozen=True)
+class CheckpointMetaData:
+    """Flink's ``CheckpointMetaData``: the checkpoint id (1, 2, ...) and when the coordinator
+    triggered it (``timestamp``, epoch ms)."""
+
+    checkpoint_id: int
+    timestamp: int
+
+
+@dataclass(frozen=True)
+class CheckpointMetrics:
+    """What one subtask reports about its part of one checkpoint (Flink's
+    ``CheckpointMetrics``).
+
+    :param sync_duration_ms: the synchronous part on the task thread (barrier out, snapshot).
+    :param async_duration_ms: the asynchronous part (writing the states, off the task thread).
+    :param alignment_duration_ms: from the first barrier to the last one of the checkpoint on
+        the task's inputs (0 for a source task).
+    :param checkpoint_start_delay_ms: from the trigger to the start of the synchronous part.
+    :param state_size_bytes: bytes of the handles the task acknowledged.
+    """
+
+    sync_duration_ms: float = 0.0
+    async_duration_ms: float = 0.0
+    alignment_duration_ms: float = 0.0
+    checkpoint_start_delay_ms: float = 0.0
+    state_size_bytes: int = 0

@@ -1,0 +1,194 @@
+"""A restart restores every task from the latest completed checkpoint (issue 11, Recovery), in
+both execution modes: keyed counts continue from the checkpoint exactly.
+
+The source emits N records and then waits; once every record is counted and a checkpoint
+taken after that has completed, the test makes the source fail. The restarted attempt replays
+the N records (source positions are not restored here: that is the sources' own state) onto
+the restored counts, so each key ends at exactly twice its count, and the restarted attempt's
+first count of a key is one more than the checkpoint's."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rill.common import JobStatus
+from rill.common.functions import KeyedProcessFunction, SinkFunction
+from rill.datastream.connectors import Boundedness, Source, SourceReader, SourceSplit
+from rill.state import ValueStateDescriptor
+
+N, KEYS = 400, 8
+TIMEOUT_S = 120
+
+
+@dataclass(frozen=True)
+class _Whole(SourceSplit):
+    def split_id(self) -> str:
+        return "whole"
+
+
+class _Reader(SourceReader):
+    def __init__(self, markers: str):
+        self.markers = markers
+
+    def read(self, split):
+        for i in range(0, N, 50):
+            yield list(range(i, i + 50))
+        fail, failed = Path(self.markers, "fail"), Path(self.markers, "failed")
+        while not failed.exists():  # the first attempt waits for the test's signal
+            if fail.exists():
+                failed.touch()
+                raise RuntimeError("injected source failure after the checkpoint")
+            time.sleep(0.005)
+            yield []
+
+
+class FailOnSignal(Source):
+    """One split of 0..N-1; the first attempt then waits and fails when ``<markers>/fail``
+    appears; a later attempt ends after its N records."""
+
+    def __init__(self, markers: str):
+        self.markers = markers
+
+    def create_splits(self, parallelism):
+        return [_Whole()]
+
+    def create_reader(self):
+        return _Reader(self.markers)
+
+    def get_boundedness(self):
+        return Boundedness.BOUNDED
+
+
+class Count(KeyedProcessFunction):
+    def open(self, runtime_context):
+        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
+
+    def process_element(self, value, ctx):
+        n = (self.count.value() or 0) + 1
+        self.count.update(n)
+        yield (ctx.get_current_key(), n)
+
+
+class Lines(SinkFunction):
+    """``key count`` lines into ``<dir>/attempt-<a>-subtask-<i>.txt``."""
+
+    def __init__(self, out_dir: str):
+        self.out_dir = out_dir
+
+    def open(self, runtime_context):
+        self.file = open(os.path.join(self.out_dir, f"attempt-{runtime_context.get_attempt_number()}-"
+                                                    f"subtask-{runtime_context.get_index_of_this_subtask()}.txt"),
+                         "a", buffering=1)
+
+    def invoke(self, value, context):
+        self.file.write(f"{value[0]} {value[1]}\n")
+
+    def close(self):
+        self.file.close()
+
+
+def counts_by_attempt(out: Path):
+    """attempt -> key -> the counts emitted, in order."""
+    result = {}
+    for f in sorted(out.iterdir()):
+        attempt = int(f.name.split("-")[1])
+        for line in f.read_text().splitlines():
+            key, count = map(int, line.split())
+            result.setdefault(attempt, {}).setdefault(key, []).append(count)
+    return result
+
+
+def wait_for(condition, what):
+    deadline = time.monotonic() + TIMEOUT_S
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_keyed_counts_continue_from_the_latest_completed_checkpoint(env, tmp_path):
+    markers, out = tmp_path / "markers", tmp_path / "out"
+    markers.mkdir()
+    out.mkdir()
+    env.enable_checkpointing(100)
+    conf = env.get_configuration()
+    conf.set_string("restart-strategy.type", "fixed-delay")
+    conf.set_string("restart-strategy.fixed-delay.attempts", "1")
+    conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
+    env.set_parallelism(2)
+    (env.from_source(FailOnSignal(str(markers)), None, "signalled").set_parallelism(1)
+        .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Lines(str(out))))
+    client = env.execute_async("restored counts")
+
+    def completed():
+        stats = client.get_checkpoint_stats()
+        return 0 if stats is None else stats.counts.number_of_completed_checkpoints
+
+    wait_for(lambda: sum(len(c) for c in counts_by_attempt(out).get(0, {}).values()) == N,
+             "the first attempt to count every record")
+    # checkpoint `seen + 2` is triggered after `seen + 1` completed, i.e. after every record was
+    # counted: the latest completed checkpoint holds the full counts from then on
+    seen = completed()
+    wait_for(lambda: completed() >= seen + 2, "a checkpoint taken after every record was counted")
+    (markers / "fail").touch()
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    per_key = N // KEYS
+    by_attempt = counts_by_attempt(out)
+    assert sorted(by_attempt) == [0, 1]
+    assert by_attempt[0] == {k: list(range(1, per_key + 1)) for k in range(KEYS)}
+    assert by_attempt[1] == {k: list(range(per_key + 1, 2 * per_key + 1)) for k in range(KEYS)}
+
+
+def test_a_job_resumes_from_a_retained_checkpoint_at_another_parallelism(env, tmp_path):
+    """Job 1 (parallelism 2) counts N records and is cancelled after a checkpoint that holds
+    every count; job 2 (parallelism 3) starts from that checkpoint's directory
+    (``execution.state-recovery.path``) and counts the N records again."""
+    markers, out, checkpoints = tmp_path / "markers", tmp_path / "out", tmp_path / "checkpoints"
+    markers.mkdir()
+    out.mkdir()
+    env.enable_checkpointing(100)
+    env.get_configuration().set_string("execution.checkpointing.dir", str(checkpoints))
+    env.set_parallelism(2)
+    (env.from_source(FailOnSignal(str(markers)), None, "waits").uid("source-1").set_parallelism(1)
+        .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Lines(str(out))))
+    first = env.execute_async("first run")
+
+    def completed():
+        stats = first.get_checkpoint_stats()
+        return 0 if stats is None else stats.counts.number_of_completed_checkpoints
+
+    wait_for(lambda: sum(len(c) for c in counts_by_attempt(out).get(0, {}).values()) == N, "every record counted")
+    seen = completed()
+    wait_for(lambda: completed() >= seen + 2, "a checkpoint taken after every record was counted")
+    first.cancel()
+    assert first.wait(TIMEOUT_S) is JobStatus.CANCELED
+    job_dir = checkpoints / first.get_job_id()
+    latest = max((d for d in job_dir.iterdir() if (d / "_metadata").exists()), key=lambda d: int(d.name[4:]))
+
+    from rill.datastream import StreamExecutionEnvironment
+    for f in out.iterdir():
+        f.rename(tmp_path / f"first-{f.name}")
+
+    def second_job(allow: bool):
+        env2 = StreamExecutionEnvironment.get_execution_environment()
+        env2.set_parallelism(3)
+        conf = env2.get_configuration()
+        conf.set_string("execution.state-recovery.path", str(latest))
+        conf.set_string("execution.state-recovery.ignore-unclaimed-state", "true" if allow else "false")
+        (env2.from_collection(list(range(N))).uid("source-2")
+            .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Lines(str(out))))
+        return env2.execute_async("resumed at parallelism 3")
+
+    refused = second_job(allow=False)
+    try:
+        refused.get_job_execution_result().result(timeout=TIMEOUT_S)
+        raise AssertionError("the state of source-1 was not refused")
+    except Exception as e:  # noqa: BLE001 - JobExecutionException, also from a cluster
+        assert "Cannot map checkpoint/savepoint state for operator" in str(e) and "uid 'source-1'" in str(e), e
+    resumed = second_job(allow=True)
+    resumed.get_job_execution_result().result(timeout=TIMEOUT_S)
+    per_key = N // KEYS
+    assert counts_by_attempt(out) == {0: {k: list(range(per_key + 1, 2 * per_key + 1)) for k in range(KEYS)}}

@@ -1,0 +1,251 @@
+"""Failover (issue 11, Recovery): a task failure restarts every task of the job when the
+restart strategy allows it (RUNNING -> RESTARTING -> RUNNING, new attempts), fails the job as
+before when it does not, and fails it with the last cause once the attempts are used up; in
+both execution modes.
+
+Before checkpoints exist a restart is from scratch: the sink writes one file per attempt and
+subtask, so the last attempt's output is exact and the first attempt's is a prefix of it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from rill.common import JobStatus
+from rill.common.functions import MapFunction, SinkFunction
+from rill.runtime.errors import JobExecutionException
+
+N = 200
+TIMEOUT_S = 120
+
+
+class FailAt(MapFunction):
+    """Raises at record ``at`` while fewer than ``times`` marker files exist in ``marker_dir``
+    (each failure leaves one), so attempt ``times`` runs through."""
+
+    def __init__(self, marker_dir: str, at: int, times: int):
+        self.marker_dir, self.at, self.times = marker_dir, at, times
+
+    def map(self, value):
+        if value == self.at:
+            done = len(os.listdir(self.marker_dir))
+            if done < self.times:
+                Path(self.marker_dir, f"failed-{done}").touch()
+                raise RuntimeError(f"injected failure {done + 1} at record {value}")
+        return value
+
+
+class FilePerAttempt(SinkFunction):
+    """Appends each record to ``<dir>/attempt-<a>-subtask-<i>.txt``, flushed per record."""
+
+    def __init__(self, out_dir: str):
+        self.out_dir = out_dir
+
+    def open(self, runtime_context):
+        name = (f"attempt-{runtime_context.get_attempt_number()}-"
+                f"subtask-{runtime_context.get_index_of_this_subtask()}.txt")
+        self.file = open(os.path.join(self.out_dir, name), "a", buffering=1)
+
+    def invoke(self, value, context):
+        self.file.write(f"{value}\n")
+
+    def close(self):
+        self.file.close()
+
+
+def outputs(out_dir: Path):
+    """attempt -> sorted records written by that attempt's subtasks."""
+    out = {}
+    for f in out_dir.iterdir():
+        attempt = int(f.name.split("-")[1])
+        out.setdefault(attempt, []).extend(int(line) for line in f.read_text().split())
+    return {a: sorted(v) for a, v in out.items()}
+
+
+def job(env, tmp_path, strategy, times, at=N // 2, **options):
+    markers, out = tmp_path / "markers", tmp_path / "out"
+    markers.mkdir()
+    out.mkdir()
+    conf = env.get_configuration()
+    conf.set_string("restart-strategy.type", strategy)
+    for key, value in options.items():
+        conf.set_string(key, value)
+    env.set_parallelism(2)
+    (env.from_collection(list(range(N))).map(FailAt(str(markers), at, times))
+        .key_by(lambda x: x % 4).map(lambda x: x).add_sink(FilePerAttempt(str(out))))
+    return markers, out
+
+
+def test_a_task_failure_restarts_the_job_and_the_last_attempt_writes_everything(env, tmp_path):
+    markers, out = job(env, tmp_path, "fixed-delay", times=1, **{
+        "restart-strategy.fixed-delay.attempts": "1", "restart-strategy.fixed-delay.delay": "10 ms"})
+    client = env.execute_async("restarts once")
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert len(os.listdir(markers)) == 1
+    written = outputs(out)
+    assert written[1] == list(range(N))                       # the restarted attempt: exact
+    assert set(written) <= {0, 1}
+    assert set(written.get(0, [])) <= set(range(N)) and N // 2 not in written.get(0, [])
+
+
+def test_without_restarts_the_job_fails_with_the_cause(env, tmp_path):
+    markers, out = job(env, tmp_path, "none", times=1)
+    client = env.execute_async("no restart")
+    with pytest.raises(JobExecutionException) as e:
+        client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert str(e.value.__cause__) == f"injected failure 1 at record {N // 2}"
+    assert client.get_job_status() is JobStatus.FAILED
+    assert set(outputs(out)) <= {0}
+
+
+def test_attempts_used_up_fail_the_job_with_the_last_cause(env, tmp_path):
+    markers, out = job(env, tmp_path, "fixed-delay", times=5, **{
+        "restart-strategy.fixed-delay.attempts": "2", "restart-strategy.fixed-delay.delay": "0 ms"})
+    client = env.execute_async("too many failures")
+    with pytest.raises(JobExecutionException) as e:
+        client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    # two restarts allowed: the third failure (of attempt 2) fails the job
+    assert str(e.value.__cause__) == f"injected failure 3 at record {N // 2}"
+    assert len(os.listdir(markers)) == 3
+    assert set(outputs(out)) <= {0, 1, 2}
+
+
+@pytest.mark.embedded_only("reads the JobMaster's exception history and the REST view of it")
+def test_each_failure_is_in_the_exception_history_newest_first(env, tmp_path):
+    from rill.runtime.rest.messages import job_exceptions
+    from rill.runtime.rest.snapshot import snapshot_job_master
+
+    job(env, tmp_path, "fixed-delay", times=2, **{
+        "restart-strategy.fixed-delay.attempts": "3", "restart-strategy.fixed-delay.delay": "0 ms"})
+    client = env.execute_async("two failures")
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    jm = client._jm
+    assert jm.failure_handler.number_of_restarts == 2
+    history = jm.get_exception_history()
+    assert [(str(e.failure.error), e.restarted) for e in history] == [
+        (f"injected failure 1 at record {N // 2}", True), (f"injected failure 2 at record {N // 2}", True)]
+    rest = job_exceptions(snapshot_job_master(jm))
+    assert [e["exceptionName"] for e in rest["exceptionHistory"]["entries"]] == ["RuntimeError", "RuntimeError"]
+    assert f"injected failure 2 at record {N // 2}" in rest["root-exception"]
+    assert [t.tdd.attempt_number for t in jm.tasks] == [2] * len(jm.tasks)
+
+
+class HoldFirstAttempt(MapFunction):
+    """Attempt 0 writes its process id to ``release + ".pid"`` and stops at record ``at`` until
+    ``release`` exists (the test kills that process, or its TaskExecutor, meanwhile); later
+    attempts run through."""
+
+    def __init__(self, release: str, at: int):
+        self.release, self.at = release, at
+
+    def open(self, runtime_context):
+        self.attempt = runtime_context.get_attempt_number()
+
+    def map(self, value):
+        if value == self.at and self.attempt == 0:
+            Path(self.release + ".tmp").write_text(str(os.getpid()))
+            os.replace(self.release + ".tmp", self.release + ".pid")
+            deadline = time.monotonic() + 60
+            while not os.path.exists(self.release) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        return value
+
+
+def held_job(cluster, tmp_path):
+    out, release = tmp_path / "out", tmp_path / "release"
+    out.mkdir()
+    env = cluster.environment(parallelism=2, **{
+        "restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "1",
+        "restart-strategy.fixed-delay.delay": "0 ms"})
+    (env.from_collection(list(range(N))).map(HoldFirstAttempt(str(release), N - 1))
+        .key_by(lambda x: x % 4).map(lambda x: x).add_sink(FilePerAttempt(str(out))))
+    client = env.execute_async("held")
+    pid_file = tmp_path / "release.pid"
+    wait_for(pid_file.exists, "the first attempt to hold")
+    return client, out, release, int(pid_file.read_text())
+
+
+def wait_for(condition, what, timeout_s=60):
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def test_a_killed_task_process_is_recovered(local_cluster, tmp_path):
+    c = local_cluster(2, 2)
+    client, out, release, holder = held_job(c, tmp_path)
+    assert holder in c.task_processes()  # a task process of the cluster: the held task's own
+    os.kill(holder, signal.SIGKILL)
+    release.touch()
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert outputs(out)[1] == list(range(N))
+    c.wait_no_task_processes()
+
+
+def test_a_killed_task_executor_is_recovered(local_cluster, tmp_path):
+    c = local_cluster(2, 2)
+    client, out, release, holder = held_job(c, tmp_path)
+    hosting = [pid for pid in c.task_executor_pids().values() if holder in c.task_processes([pid])]
+    assert len(hosting) == 1
+    c.remember_processes_silently()
+    os.kill(hosting[0], signal.SIGKILL)
+    release.touch()
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert outputs(out)[1] == list(range(N))
+    assert client.get_job_status() is JobStatus.FINISHED
+
+
+def statuses_until_done(client, timeout_s=TIMEOUT_S):
+    """The distinct statuses a client sees, in order (polled; each phase of the tests lasts
+    at least 300 ms, reports on the cluster come every 100 ms)."""
+    seen = [client.get_job_status()]
+    deadline = time.monotonic() + timeout_s
+    while not client.is_done():
+        assert time.monotonic() < deadline, f"job did not end; statuses {seen}"
+        status = client.get_job_status()
+        if status is not seen[-1]:
+            seen.append(status)
+        time.sleep(0.005)
+    if client.get_job_status() is not seen[-1]:
+        seen.append(client.get_job_status())
+    return [s for s in seen if s is not JobStatus.CREATED]
+
+
+def slow(x):
+    time.sleep(0.002)
+    return x
+
+
+def test_the_job_goes_running_restarting_running_finished(env, tmp_path):
+    markers, out = tmp_path / "markers", tmp_path / "out"
+    markers.mkdir()
+    out.mkdir()
+    conf = env.get_configuration()
+    for key, value in {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": "1",
+                       "restart-strategy.fixed-delay.delay": "400 ms"}.items():
+        conf.set_string(key, value)
+    env.from_collection(list(range(N))).map(slow).map(FailAt(str(markers), N // 2, 1)).add_sink(
+        FilePerAttempt(str(out)))
+    client = env.execute_async("observed restart")
+    assert statuses_until_done(client) == [JobStatus.RUNNING, JobStatus.RESTARTING, JobStatus.RUNNING,
+                                           JobStatus.FINISHED]
+    assert outputs(out)[1] == list(range(N))
+
+
+def test_a_job_cancelled_while_it_waits_to_restart_ends_canceled(env, tmp_path):
+    markers, out = job(env, tmp_path, "fixed-delay", times=1, **{
+        "restart-strategy.fixed-delay.attempts": "1", "restart-strategy.fixed-delay.delay": "60 s"})
+    client = env.execute_async("cancelled in backoff")
+    deadline = time.monotonic() + TIMEOUT_S
+    while client.get_job_status() is not JobStatus.RESTARTING:
+        assert time.monotonic() < deadline and not client.is_done(), client.get_job_status()
+        time.sleep(0.01)
+    client.cancel()
+    assert client.wait(TIMEOUT_S) is JobStatus.CANCELED
+    assert set(outputs(out)) <= {0}  # no second attempt
