@@ -15,7 +15,7 @@ from typing import Any, Callable, Dict, Iterable, List, Optional, Set, Tuple
 
 import pyarrow as pa
 
-from rill.common.functions import Function, RuntimeContext
+from rill.common.functions import RuntimeContext
 from rill.common.type_conversion import TypeValueError
 from rill.state import (
     AggregatingStateDescriptor,
@@ -122,7 +122,7 @@ class SavepointRuntimeContext(RuntimeContext):
     def _register(self, descriptor: Any, kind: type, method: str) -> Any:
         if not self.open:
             raise RuntimeError(f"{method}({getattr(descriptor, 'name', descriptor)!r}): state descriptors "
-                               f"may only be registered inside open() of a KeyedStateReaderFunction "
+                               f"may only be registered inside open() of a reader function "
                                f"(operator {self._split.operator})")
         if not isinstance(descriptor, kind):
             raise TypeError(f"{method} expects a {kind.__name__}, got {descriptor!r} of type "
@@ -251,11 +251,15 @@ def read_windows(split: FunctionSplit, contents: Callable[[Any], List[Any]],
         windows through the ``"merging-window-set"`` state.
     """
     reader = function if function is not None else _PassThrough()
-    state = split.handle.read(KeyGroupRange(*split.key_group_range))
+    rng = KeyGroupRange(*split.key_group_range)
+    state = split.handle.read(rng)
+    backend = HeapKeyedStateBackend(rng, split.max_parallelism)
+    backend.restore(state.keyed_state)
+    context = SavepointRuntimeContext(backend, split)
+    reader.open(context)
+    context.open = False
     timers = _timers_by_key(state, WINDOW_TIMERS)
     out = _Collector()
-    if isinstance(reader, Function):
-        reader.open(None)  # type: ignore[arg-type]
     try:
         for snap in state.keyed_state:
             for kg in sorted(snap.key_groups):
@@ -267,8 +271,8 @@ def read_windows(split: FunctionSplit, contents: Callable[[Any], List[Any]],
                     ctx = _WindowContext(window, timers.get((key, window), (set(), set())))
                     _emit(reader.read_window(key, ctx, contents(stored), out), out)
     finally:
-        if isinstance(reader, Function):
-            reader.close()
+        reader.close()
+        backend.dispose()
     return out.values
 
 

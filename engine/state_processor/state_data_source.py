@@ -25,10 +25,12 @@ value, partition_id`` first); the change feed's: ``checkpoint_id, change_type, k
 partition_id, namespace, key_group`` (Spark's ``batch_id, change_type, key, value,
 partition_id`` with Rill's names), ``change_type`` ``"update"`` (new or changed; the new value)
 or ``"delete"`` (``value`` null). Keys and values are typed as the state's declared types
-(:mod:`rill.state.checkpoint.arrow_types`), untyped ones msgpack binary (encode a key for a
-filter with :func:`rill.state.checkpoint.object_codec.encode_object`).
+(:mod:`rill.state.checkpoint.arrow_types`), untyped ones msgpack binary as in the Parquet files
+(decode with :func:`rill.state.checkpoint.object_codec.decode_object`, encode a key for a
+filter with :func:`~rill.state.checkpoint.object_codec.encode_object`).
 
-Partitions: one per row group of each subtask's file (row groups hold whole key groups). A
+Partitions: runs of row groups of each subtask's file, up to 256k rows each (row groups hold
+whole key groups, :data:`~rill.state_processor.keyed_splits.SPLIT_TARGET_ROWS`). A
 filter ``key = v`` or ``key IN (...)`` (or on ``key_group``) is pushed down: only the key groups
 of those keys are read (one partition per key group); Spark still applies the filter. Filter
 pushdown of Python data sources needs ``spark.sql.python.filterPushdown.enabled``, which
@@ -162,13 +164,6 @@ class StateSourceOptions:
         return [resolve_snapshot(d) for _, d in chosen]
 
 
-class _SplitPartition(InputPartition):
-    """One split of a ``rill-state`` read (a keyed split or a change split)."""
-
-    def __init__(self, split: Any) -> None:
-        super().__init__(split)
-
-
 class _StateReader(DataSourceReader):
     def __init__(self, options: StateSourceOptions) -> None:
         self.options = options
@@ -203,7 +198,7 @@ class _StateReader(DataSourceReader):
         else:
             splits = plan_keyed_state_splits(o.op, o.metadata.external_pointer or o.path, o.state_name,
                                              self.key_groups, self.keys)
-        return [_SplitPartition(s) for s in splits] or [_SplitPartition(None)]
+        return [InputPartition(s) for s in splits] or [InputPartition(None)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         split = partition.value

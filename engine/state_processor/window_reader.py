@@ -12,11 +12,14 @@ from __future__ import annotations
 from typing import Any, Callable, List, Optional, Union
 
 from rill.operators.windowing.assigners import MergingWindowAssigner, WindowAssigner
-from rill.state_processor.function_readers import read_windows
+from rill.state_processor.function_readers import WINDOW_CONTENTS, read_windows
 from rill.state_processor.functions import WindowReaderFunction
-from rill.state_processor.snapshots import OperatorIdentifier
+from rill.state_processor.snapshots import OperatorIdentifier, find_operator, keyed_state_descriptions
 
 __all__ = ["WindowReader"]
+
+#: The kind of ``"window-contents"`` each method reads (what the operator's builder made).
+_KINDS = {"aggregate": "AGGREGATING", "reduce": "REDUCING", "process": "LIST"}
 
 
 class WindowReader:
@@ -49,7 +52,9 @@ class WindowReader:
         """One row per key and window of a ``.aggregate(aggregate_function)`` window: the
         accumulator's ``get_result`` (passed to ``reader_function`` when given).
 
-        :raises ValueError: without ``output_type``; as ``read_keyed_state``.
+        :raises ValueError: without ``output_type``, or if the window is not an ``aggregate``
+            one (its state is of another kind).
+        :raises KeyError: if the operator is not in the snapshot or is not a window operator.
         """
         return self._read(uid, lambda acc: [aggregate_function.get_result(acc)], reader_function, output_type,
                           "aggregate")
@@ -60,7 +65,7 @@ class WindowReader:
         value (passed to ``reader_function`` when given). ``reduce_function`` is the job's
         (Flink requires it; the stored value is already reduced).
 
-        :raises ValueError: without ``output_type``; as ``read_keyed_state``.
+        :raises ValueError, KeyError: as :meth:`aggregate`.
         """
         return self._read(uid, lambda value: [value], reader_function, output_type, "reduce")
 
@@ -70,7 +75,7 @@ class WindowReader:
         its elements (``process`` / ``apply``), given all of them.
 
         :raises TypeError: if ``reader_function`` is not a ``WindowReaderFunction``.
-        :raises ValueError: without ``output_type``; as ``read_keyed_state``.
+        :raises ValueError, KeyError: as :meth:`aggregate`.
         """
         if not isinstance(reader_function, WindowReaderFunction):
             raise TypeError(f"WindowReader.process expects a WindowReaderFunction, got {reader_function!r}")
@@ -80,6 +85,15 @@ class WindowReader:
               output_type: Any, method: str) -> Any:
         if function is not None and not isinstance(function, WindowReaderFunction):
             raise TypeError(f"WindowReader.{method} expects a WindowReaderFunction, got {function!r}")
+        states = keyed_state_descriptions(find_operator(self._reader.metadata, uid))
+        if WINDOW_CONTENTS not in states:
+            raise KeyError(f"WindowReader.{method}({OperatorIdentifier.of(uid)}): the operator has no window "
+                           f"state {WINDOW_CONTENTS!r} (keyed states: {sorted(states)}): is it a window operator?")
+        kind = states[WINDOW_CONTENTS]["kind"]
+        if kind != _KINDS[method]:
+            right = [m for m, k in _KINDS.items() if k == kind]
+            raise ValueError(f"WindowReader.{method}({OperatorIdentifier.of(uid)}): the window keeps a {kind} "
+                             f"state; read it with {right[0] if right else 'rill-state'}")
         merging = self._merging
         return self._reader._run_keyed(uid, lambda split: read_windows(split, contents, function, merging),
                                        output_type, f"WindowReader.{method}")

@@ -465,3 +465,17 @@ def test_the_readme_example_runs_as_written(spark, snapshots, capsys):
     assert sorted(tuple(r) for r in namespace["counts"].collect()) == sorted(counts.items())
     assert _decoded(namespace["raw"].collect()) == sorted(counts.items())
     assert "window-contents" in capsys.readouterr().out
+
+
+def test_window_readers_refuse_another_kind_of_window_and_evictors(spark, snapshots):
+    windows = SavepointReader.read(spark, snapshots[1], 1).window(TumblingEventTimeWindows.of(10))
+    with pytest.raises(ValueError, match=r"keeps a AGGREGATING state; read it with aggregate"):
+        windows.reduce("windows", lambda a, b: a, output_type=Types.LONG())
+    with pytest.raises(ValueError, match=r"keeps a LIST state; read it with process"):
+        windows.aggregate("sessions", CountAgg(), output_type=Types.LONG())
+    with pytest.raises(KeyError, match="no window state 'window-contents'"):
+        windows.aggregate("counts", CountAgg(), output_type=Types.LONG())
+    with pytest.raises(NotImplementedError, match="evicting windows is not built"):
+        windows.evictor()
+    with pytest.raises(TypeError, match="expects a WindowAssigner"):
+        SavepointReader.read(spark, snapshots[1]).window("tumbling")
