@@ -173,7 +173,7 @@ class _StateReader(DataSourceReader):
     def pushFilters(self, filters: List[Any]) -> Iterator[Any]:  # noqa: N802 - Spark's name
         max_parallelism = self.options.op.max_parallelism
         for f in filters:
-            column = tuple(f.attribute)
+            column = tuple(getattr(f, "attribute", ()))  # Not(...) has a child, no attribute
             values: Optional[Sequence[Any]] = None
             if isinstance(f, EqualTo):
                 values = [f.value]

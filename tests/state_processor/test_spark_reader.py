@@ -11,7 +11,7 @@ import cloudpickle
 import pytest
 from pyspark import cloudpickle as spark_cloudpickle
 from pyspark.sql import Row as SparkRow
-from pyspark.sql.datasource import EqualTo
+from pyspark.sql.datasource import EqualTo, Not
 from pyspark.sql.functions import col
 from pyspark.sql.types import (
     ArrayType,
@@ -370,6 +370,9 @@ def test_key_filter_reads_only_the_key_group_it_hashes_to(registered, snapshots)
     kg = assign_to_key_group("UA", MAX_PARALLELISM)
     assert [p.value.key_group_range for p in partitions] == [(kg, kg)]
     assert sum(b.num_rows for p in partitions for b in reader.read(p)) == 1
+    negated = source.reader(source.schema())
+    assert list(negated.pushFilters([Not(EqualTo(("key",), key))])) == [Not(EqualTo(("key",), key))]
+    assert len(negated.partitions()) == 2  # nothing pruned
     unfiltered = source.reader(source.schema())
     assert sum(b.num_rows for p in unfiltered.partitions() for b in unfiltered.read(p)) == len(
         _expected_counts(snapshots[2])[0])
