@@ -395,6 +395,11 @@ def test_typed_keys_are_typed_columns_and_filter_by_value(registered, snapshots,
     assert df.schema["key"].dataType == StringType() and df.schema["value"].dataType == StringType()
     _, last, _ = _expected_counts(FIRST)
     assert sorted((r.key, r.value) for r in df.collect()) == sorted(last.items())
+    savepoint = SavepointReader.read(registered, location.directory)
+    with pytest.raises(ValueError, match="key_type_info INT is not the key type the snapshot declares, STRING"):
+        savepoint.read_keyed_state("counts", ReadCounts(), Types.INT(), COUNT_ROW)
+    typed = savepoint.read_keyed_state("counts", ReadCounts(), Types.STRING(), COUNT_ROW)
+    assert sorted((r.carrier, r.last) for r in typed.collect()) == sorted(last.items())
     only = df.filter(col("key").isin("AA", "WN"))
     assert sorted((r.key, r.value) for r in only.collect()) == [("AA", last["AA"]), ("WN", last["WN"])]
     groups = {assign_to_key_group(k, MAX_PARALLELISM) for k in ("AA", "WN")}
