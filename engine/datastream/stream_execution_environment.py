@@ -16,6 +16,7 @@ from rill.common.execution_options import (
 )
 from rill.common.execution_config import ExecutionConfig
 from rill.common.job_execution_result import JobExecutionResult
+from rill.common.restart_strategy import RestartStrategyConfiguration
 from rill.datastream.checkpoint_config import CheckpointConfig
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import FileSource, StreamFormat
@@ -197,14 +198,20 @@ class StreamExecutionEnvironment:
         """:raises NotImplementedError: always (the heap keyed state backend is the only one)."""
         self._not_yet("set_state_backend", "the heap keyed state backend is the only one")
 
-    def set_restart_strategy(self, restart_strategy_configuration: Any) -> None:
-        """Removed in Flink 2.0 (FLINK-36249), and so not built: choose the restart strategy
-        with ``restart-strategy.type`` and its options in the job's Configuration.
+    def set_restart_strategy(self, restart_strategy_configuration: RestartStrategyConfiguration) \
+            -> "StreamExecutionEnvironment":
+        """Choose the job's restart strategy: writes the configuration's ``restart-strategy.*``
+        keys into the job's Configuration (Flink 2.x's way; the method is Flink 1.x's
+        ``setRestartStrategy``, removed by FLINK-36249). ``fall_back_restart()`` writes nothing.
 
-        :raises NotImplementedError: always, naming the configuration keys to use instead.
+        :param restart_strategy_configuration: from ``rill.common.RestartStrategies``.
+        :raises TypeError: naming the value, when it is not a ``RestartStrategyConfiguration``.
         """
-        self._not_yet("set_restart_strategy", "Flink 2.0 removed it (FLINK-36249); set 'restart-strategy.type' "
-                                              "and its 'restart-strategy.*' options in the job's Configuration")
+        if not isinstance(restart_strategy_configuration, RestartStrategyConfiguration):
+            raise TypeError("StreamExecutionEnvironment.set_restart_strategy expects a RestartStrategyConfiguration "
+                            f"(from RestartStrategies), got {restart_strategy_configuration!r}")
+        self._config.add_all(restart_strategy_configuration.to_configuration())
+        return self
 
     def add_jars(self, *jars_path: str) -> None:
         """:raises NotImplementedError: always (Rill runs Python only)."""
