@@ -7,7 +7,7 @@ Elasticsearch, Cassandra, JDBC, RabbitMQ, dynamic Kafka, hybrid source): 169 dis
 in 249 (module, name) places. ``pyflink.X.Y`` must be importable as ``rill.X.Y`` and have the
 name.
 
-Names owned by open issues (checkpoints, Spark/Parquet, asyncio) are listed in ``OWNED_ELSEWHERE``; the test fails on any other
+Names owned by open issues (a RocksDB state backend, issue 16) are listed in ``OWNED_ELSEWHERE``; the test fails on any other
 missing name, and on a listed name that has arrived (so the list shrinks as issues land).
 """
 
