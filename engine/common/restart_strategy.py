@@ -133,6 +133,52 @@ class RestartStrategies:
         def get_delay_between_attempts_interval(self) -> timedelta:
             return timedelta(milliseconds=self._delay)
 
+    class ExponentialDelayRestartStrategyConfiguration(RestartStrategyConfiguration):
+        """Restarts with a delay growing from ``initial_backoff`` by ``backoff_multiplier`` up to
+        ``max_backoff``, reset after ``reset_backoff_threshold`` without failure, each moved by up
+        to ``jitter_factor`` of it (exponential-delay; Flink's Java ``RestartStrategies``, which
+        PyFlink does not expose)."""
+
+        def __init__(self, initial_backoff: Interval, max_backoff: Interval, backoff_multiplier: float,
+                     reset_backoff_threshold: Interval, jitter_factor: float) -> None:
+            name = "exponential_delay_restart"
+            self._initial = _interval_ms(initial_backoff, name, "initial_backoff")
+            self._max = _interval_ms(max_backoff, name, "max_backoff")
+            self._reset = _interval_ms(reset_backoff_threshold, name, "reset_backoff_threshold")
+            if isinstance(backoff_multiplier, bool) or not isinstance(backoff_multiplier, (int, float)) \
+                    or backoff_multiplier < 1:
+                raise ValueError(f"RestartStrategies.{name}: 'backoff_multiplier' must be a number >= 1, "
+                                 f"got {backoff_multiplier!r}")
+            if isinstance(jitter_factor, bool) or not isinstance(jitter_factor, (int, float)) \
+                    or not 0 <= jitter_factor <= 1:
+                raise ValueError(f"RestartStrategies.{name}: 'jitter_factor' must be a number in [0, 1], "
+                                 f"got {jitter_factor!r}")
+            self._multiplier, self._jitter = float(backoff_multiplier), float(jitter_factor)
+            super().__init__(
+                f"Restart with exponential delay: starting at {self._initial} ms, increasing by "
+                f"{self._multiplier}, with maximum {self._max} ms. Delay resets after {self._reset} ms.",
+                {_O.RESTART_STRATEGY.key: "exponential-delay",
+                 _O.RESTART_STRATEGY_EXPONENTIAL_DELAY_INITIAL_BACKOFF.key: self._initial,
+                 _O.RESTART_STRATEGY_EXPONENTIAL_DELAY_MAX_BACKOFF.key: self._max,
+                 _O.RESTART_STRATEGY_EXPONENTIAL_DELAY_BACKOFF_MULTIPLIER.key: self._multiplier,
+                 _O.RESTART_STRATEGY_EXPONENTIAL_DELAY_RESET_BACKOFF_THRESHOLD.key: self._reset,
+                 _O.RESTART_STRATEGY_EXPONENTIAL_DELAY_JITTER_FACTOR.key: self._jitter})
+
+        def get_initial_backoff(self) -> timedelta:
+            return timedelta(milliseconds=self._initial)
+
+        def get_max_backoff(self) -> timedelta:
+            return timedelta(milliseconds=self._max)
+
+        def get_backoff_multiplier(self) -> float:
+            return self._multiplier
+
+        def get_reset_backoff_threshold(self) -> timedelta:
+            return timedelta(milliseconds=self._reset)
+
+        def get_jitter_factor(self) -> float:
+            return self._jitter
+
     class FallbackRestartStrategyConfiguration(RestartStrategyConfiguration):
         """Keeps whatever ``restart-strategy.*`` the cluster/Configuration already has."""
 
@@ -161,3 +207,14 @@ class RestartStrategies:
         return RestartStrategies.FailureRateRestartStrategyConfiguration(failure_rate, failure_interval,
                                                                          delay_interval)
 
+    @staticmethod
+    def exponential_delay_restart(initial_backoff: Interval, max_backoff: Interval, backoff_multiplier: float,
+                                  reset_backoff_threshold: Interval, jitter_factor: float) \
+            -> "RestartStrategies.ExponentialDelayRestartStrategyConfiguration":
+        """Flink's Java ``RestartStrategies.exponentialDelayRestart`` (PyFlink 2.3 lacks it).
+
+        :raises ValueError/TypeError: for a negative interval, a multiplier under 1 or a jitter
+            factor outside [0, 1].
+        """
+        return RestartStrategies.ExponentialDelayRestartStrategyConfiguration(
+            initial_backoff, max_backoff, backoff_multiplier, reset_backoff_threshold, jitter_factor)

@@ -85,6 +85,14 @@ def test_failure_rate_restart_restarts_the_failing_job(env, tmp_path):
     assert attempt_output(out, 1) == list(range(N))
 
 
+def test_exponential_delay_restart_restarts_the_failing_job(env, tmp_path):
+    strategy = RestartStrategies.exponential_delay_restart(10, 100, 2.0, timedelta(hours=1), 0.0)
+    client, markers, out = run(env, tmp_path, strategy, 2)
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert len(os.listdir(markers)) == 2
+    assert attempt_output(out, 2) == list(range(N))
+
+
 def test_no_restart_fails_on_the_first_failure_even_with_checkpointing(env, tmp_path):
     env.enable_checkpointing(60_000)  # unset, checkpointing would mean exponential-delay restarts
     client, markers, _ = run(env, tmp_path, RestartStrategies.no_restart(), 1)
@@ -105,6 +113,12 @@ def test_each_configuration_is_its_restart_strategy_keys():
     assert keys(RestartStrategies.failure_rate_restart(4, timedelta(minutes=1), 500)) == {
         "restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.max-failures-per-interval": "4",
         "restart-strategy.failure-rate.failure-rate-interval": "60000", "restart-strategy.failure-rate.delay": "500"}
+    assert keys(RestartStrategies.exponential_delay_restart(10, 100, 2, 5000, 0.5)) == {
+        "restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.initial-backoff": "10",
+        "restart-strategy.exponential-delay.max-backoff": "100",
+        "restart-strategy.exponential-delay.backoff-multiplier": "2.0",
+        "restart-strategy.exponential-delay.reset-backoff-threshold": "5000",
+        "restart-strategy.exponential-delay.jitter-factor": "0.5"}
     assert keys(RestartStrategies.fall_back_restart()) == {}
     fixed = RestartStrategies.fixed_delay_restart(3, 2000)
     assert fixed == RestartStrategies.fixed_delay_restart(3, timedelta(seconds=2))
@@ -126,5 +140,7 @@ def test_bad_arguments_name_the_parameter():
         RestartStrategies.fixed_delay_restart(1, "1 s")
     with pytest.raises(ValueError, match=r"failure_rate_restart: 'failure_rate' must be an int >= 0, got -1"):
         RestartStrategies.failure_rate_restart(-1, 10, 10)
+    with pytest.raises(ValueError, match=r"'jitter_factor' must be a number in \[0, 1\], got 2"):
+        RestartStrategies.exponential_delay_restart(10, 100, 2, 5000, 2)
     with pytest.raises(TypeError, match=r"set_restart_strategy expects a RestartStrategyConfiguration"):
         StreamExecutionEnvironment.get_execution_environment().set_restart_strategy("fixed-delay")
