@@ -58,6 +58,7 @@ from rill.runtime.jobmaster.failover import (
     schedule_on_timer,
 )
 from rill.runtime.jobmaster.scheduler import assign_slots
+from rill.runtime.jobmaster import savepoints
 from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.state.checkpoint.metadata import CheckpointMetadata
 from rill.runtime.taskmanager.task import TaskFailure
@@ -305,6 +306,15 @@ class JobMaster:
             self.checkpoint_coordinator.shutdown()
         if self._checkpoint_timer is not None:
             self._checkpoint_timer.shutdown()
+
+    def trigger_savepoint(self, target_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
+        """A savepoint of the running job: see :func:`rill.runtime.jobmaster.savepoints.trigger_savepoint`."""
+        return savepoints.trigger_savepoint(self, target_directory)
+
+    def stop_with_savepoint(self, target_directory: Optional[str] = None,
+                            drain: bool = False) -> "concurrent.futures.Future[str]":
+        """Stop with a synchronous savepoint: see :func:`rill.runtime.jobmaster.savepoints.stop_with_savepoint`."""
+        return savepoints.stop_with_savepoint(self, target_directory, drain)
 
     def get_checkpoint_stats(self) -> Optional[CheckpointStatsSnapshot]:
         """The job's checkpoint statistics, ``None`` without checkpointing."""

@@ -1,0 +1,169 @@
+"""Savepoints and stop-with-savepoint (FLIP-34) end to end, in both execution modes: the
+savepoint is a directory under the target with the job's state, outlives the job and its
+checkpoints' retention; a job stopped without drain resumes from its savepoint to exactly the
+output of an uninterrupted run (at other parallelisms too); ``drain`` fires the event-time
+timers first.
+
+The source is slowed by its own per-record work (``time.sleep`` in ``map``: load, not
+synchronization); every wait is on a condition (a completed checkpoint, the job's result) with a
+deadline.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from rill.common.functions import KeyedProcessFunction, MapFunction
+from rill.common.streamrecord import MAX_TIMESTAMP
+from rill.datastream import StreamExecutionEnvironment
+from rill.graph.states import JobStatus
+from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
+from rill.state import ValueStateDescriptor
+from rill.state.checkpoint.filesystem import resolve_checkpoint_pointer
+from rill.state.checkpoint.metadata import SnapshotType
+
+KEYS = 7
+N = 1500
+TIMEOUT_S = 120
+
+
+class Slow(MapFunction):
+    def __init__(self, delay_s: float):
+        self.delay_s = delay_s
+
+    def map(self, value):
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return value
+
+
+class CountAtEnd(KeyedProcessFunction):
+    """Counts per key; appends ``key,count`` to ``out`` when the end-of-time timer fires (the
+    end of input's or a drain's ``MAX_WATERMARK``)."""
+
+    def __init__(self, out: str):
+        self.out = out
+
+    def open(self, ctx):
+        self.count = ctx.get_state(ValueStateDescriptor("count"))
+
+    def process_element(self, value, ctx):
+        n = self.count.value()
+        if n is None:
+            n = 0
+            ctx.timer_service().register_event_time_timer(MAX_TIMESTAMP)
+        self.count.update(n + 1)
+        return iter(())
+
+    def on_timer(self, timestamp, ctx):
+        with open(self.out, "a") as f:
+            f.write(f"{ctx.get_current_key()},{self.count.value()}\n")
+        return iter(())
+
+
+def _job(env, out: Path, delay_s: float, parallelism: int = 2, interval_ms: int = 100, **settings):
+    conf = env.get_configuration()
+    conf.set_integer("rill.source.batch-size", 10)
+    conf.set_integer("taskmanager.network.records-per-buffer", 10)
+    for key, value in settings.items():
+        conf.set_string(key, str(value))
+    if interval_ms:
+        env.enable_checkpointing(interval_ms)
+    (env.from_collection(list(range(N))).uid("numbers").map(Slow(delay_s)).uid("slow").name("Slow")
+     .key_by(lambda i: i % KEYS).process(CountAtEnd(str(out))).uid("count").name("Count")
+     .set_parallelism(parallelism)
+     .add_sink(lambda v: None).set_parallelism(parallelism))
+    return env
+
+
+def _counts(out: Path):
+    lines = out.read_text().split("\n")[:-1] if out.exists() else []
+    return sorted(tuple(int(x) for x in line.split(",")) for line in lines)
+
+
+FULL = sorted((k, len(range(k, N, KEYS))) for k in range(KEYS))
+
+
+def _wait_for_a_completed_checkpoint(client) -> None:
+    """Every task runs once a checkpoint completed (a savepoint needs them all running)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        stats = client.get_checkpoint_stats()
+        if stats is not None and any(c.status is CheckpointStatsStatus.COMPLETED for c in stats.history):
+            return
+        assert not client.is_done(), "the job ended before its first checkpoint"
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint completed")
+
+
+def test_a_savepoint_of_a_running_job_outlives_it_and_its_checkpoints(env, tmp_path):
+    out = tmp_path / "out.csv"
+    _job(env, out, 0.002, **{"execution.checkpointing.dir": str(tmp_path / "chk")})
+    client = env.execute_async("savepoint")
+    _wait_for_a_completed_checkpoint(client)
+    path = client.trigger_savepoint(str(tmp_path / "savepoints")).result(TIMEOUT_S)
+    assert Path(path).parent == tmp_path / "savepoints"
+    assert Path(path).name.startswith(f"savepoint-{client.get_job_id()[:6]}-")
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert _counts(out) == FULL  # the job ran on to its end
+    metadata = resolve_checkpoint_pointer(path)  # still there: retention never discards a savepoint
+    assert metadata.snapshot_type is SnapshotType.SAVEPOINT
+    count = next(op for op in metadata.operator_states.values() if op.name == "Count")
+    saved = {}
+    for handle in count.subtask_states.values():
+        for per_state in handle.read().keyed_state[0].key_groups.values():
+            saved.update((key, value) for key, _ns, value in per_state.get("count", ()))
+    assert sorted(saved) == list(range(KEYS)) and 0 < sum(saved.values()) < N
+
+
+@pytest.mark.parametrize("parallelism", [1, 3])
+def test_stop_without_drain_then_resume_gives_the_output_of_an_uninterrupted_run(env, tmp_path, parallelism):
+    out = tmp_path / "out.csv"
+    _job(env, out, 0.002)
+    client = env.execute_async("stop")
+    _wait_for_a_completed_checkpoint(client)
+    path = client.stop_with_savepoint(False, str(tmp_path / "savepoints")).result(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert not out.exists(), "without drain no MAX_WATERMARK: the end-of-time timers did not fire"
+    resumed = _job(StreamExecutionEnvironment.get_execution_environment(), out, 0, parallelism, interval_ms=0,
+                   **{"execution.state-recovery.path": path})
+    resumed.execute("resumed")
+    assert _counts(out) == FULL
+
+
+def test_stop_with_drain_fires_the_event_time_timers_before_the_savepoint(env, tmp_path):
+    out = tmp_path / "out.csv"
+    _job(env, out, 0.002)
+    client = env.execute_async("drain")
+    _wait_for_a_completed_checkpoint(client)
+    path = client.stop_with_savepoint(True, str(tmp_path / "savepoints")).result(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    counts = _counts(out)
+    assert [k for k, _ in counts] == list(range(KEYS))
+    assert 0 < sum(c for _, c in counts) < N, "stopped halfway"
+    assert resolve_checkpoint_pointer(path).snapshot_type is SnapshotType.SAVEPOINT
+
+
+def test_without_a_target_directory_the_savepoint_fails_and_the_job_runs_on(env, tmp_path):
+    out = tmp_path / "out.csv"
+    _job(env, out, 0.001)
+    client = env.execute_async("no directory")
+    _wait_for_a_completed_checkpoint(client)
+    with pytest.raises(Exception, match="No savepoint directory"):
+        client.stop_with_savepoint(False).result(TIMEOUT_S)
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert _counts(out) == FULL
+
+
+def test_a_job_without_checkpointing_refuses_savepoints(env, tmp_path):
+    out = tmp_path / "out.csv"
+    _job(env, out, 0.001, interval_ms=0)
+    client = env.execute_async("no checkpointing")
+    with pytest.raises(Exception, match="Savepoints of a job without checkpointing are not built yet"):
+        client.trigger_savepoint(str(tmp_path)).result(TIMEOUT_S)
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert _counts(out) == FULL
