@@ -7,6 +7,10 @@ timers first.
 The source is slowed by its own per-record work (``time.sleep`` in ``map``: load, not
 synchronization); every wait is on a condition (a completed checkpoint, the job's result) with a
 deadline.
+
+The CLI's ``rill savepoint JOB_ID [TARGET_DIR]`` and ``rill stop JOB_ID [--drain]
+[--savepoint-path DIR]`` (Flink's ``flink savepoint`` / ``flink stop``) run against the shared
+cluster and print Flink's ``Savepoint completed. Path: ...`` line.
 """
 
 from __future__ import annotations
@@ -160,5 +164,50 @@ def test_a_job_without_checkpointing_refuses_savepoints(env, tmp_path):
     client = env.execute_async("no checkpointing")
     with pytest.raises(Exception, match="Savepoints of a job without checkpointing are not built yet"):
         client.trigger_savepoint(str(tmp_path)).result(TIMEOUT_S)
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert _counts(out) == FULL
+
+
+# -- the CLI (cluster) ---------------------------------------------------------------------------
+def _running_job(shared_cluster, tmp_path, delay_s=0.004):
+    env = shared_cluster.environment(1)
+    out = tmp_path / "out.csv"
+    client = _job(env, out, delay_s).execute_async("cli savepoint")
+    _wait_for_a_completed_checkpoint(client)
+    return client, out
+
+
+def _path(stdout: str) -> str:
+    prefix = "Savepoint completed. Path: "
+    assert stdout.startswith(prefix) and stdout.endswith("\n"), stdout
+    return stdout[len(prefix):-1]
+
+
+def test_rill_savepoint_prints_the_path_and_the_job_runs_on(shared_cluster, tmp_path):
+    client, out = _running_job(shared_cluster, tmp_path)
+    proc = shared_cluster.cli("savepoint", client.get_job_id(), str(tmp_path / "sp"), "--port",
+                              str(shared_cluster.port))
+    path = _path(proc.stdout)
+    assert Path(path).parent == tmp_path / "sp"
+    assert resolve_checkpoint_pointer(path).snapshot_type is SnapshotType.SAVEPOINT
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert _counts(out) == FULL
+
+
+def test_rill_stop_with_drain_ends_the_job_finished(shared_cluster, tmp_path):
+    client, out = _running_job(shared_cluster, tmp_path)
+    proc = shared_cluster.cli("stop", "--drain", "--savepoint-path", str(tmp_path / "sp"), client.get_job_id(),
+                              "--port", str(shared_cluster.port))
+    assert Path(_path(proc.stdout)).parent == tmp_path / "sp"
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert 0 < sum(c for _, c in _counts(out)) < sum(c for _, c in FULL)  # drained halfway
+
+
+def test_rill_stop_without_a_directory_fails_and_the_job_runs_on(shared_cluster, tmp_path):
+    client, out = _running_job(shared_cluster, tmp_path, delay_s=0.002)
+    proc = shared_cluster.cli("stop", client.get_job_id(), "--port", str(shared_cluster.port), check=False)
+    assert proc.returncode == 1
+    assert "Stop-with-savepoint failed" in proc.stderr and "No savepoint directory" in proc.stderr
     client.get_job_execution_result().result(TIMEOUT_S)
     assert _counts(out) == FULL
