@@ -48,7 +48,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.graph.states import ExecutionState
@@ -101,12 +101,18 @@ class CheckpointCoordinator:
     :param timer: runs the periodic trigger and the timeouts.
     :param fail_job: ``(exception) -> None``: fails the job when too many checkpoints failed in
         a row (a ``RuntimeError`` with Flink's message).
+    :param operator_coordinators: ``() -> {operator id: coordinator}``: the job's operator
+        coordinators (``SourceCoordinator`` s); each one's ``snapshot_state(checkpoint_id)`` is
+        taken before the sources are triggered and stored with the operator's state (Flink's
+        ``OperatorCoordinatorCheckpoints``); a failure fails the checkpoint (``IO_EXCEPTION``).
     :raises NotImplementedError: for ``unaligned=True`` (FLIP-76 is not built).
     """
 
     def __init__(self, job_id: str, options: CheckpointingOptions, operators: Sequence[OperatorInfo], tasks: TasksProvider,
                  storage: CheckpointStorage, timer: CheckpointTimer,
-                 fail_job: Callable[[BaseException], None]) -> None:
+                 fail_job: Callable[[BaseException], None],
+                 operator_coordinators: Optional[Callable[[], Mapping[str, Any]]] = None) -> None:
+        self._operator_coordinators = operator_coordinators or dict
         if options.unaligned:
             raise NotImplementedError(
                 "Unaligned checkpoints (execution.checkpointing.unaligned.enabled, FLIP-76) are not built yet: "
@@ -194,6 +200,7 @@ class CheckpointCoordinator:
             checkpoint_id = next(self._ids)
             timestamp = _now_ms()
             try:
+                coordinator_states = self._snapshot_operator_coordinators(checkpoint_id)
                 location = self.storage.initialize_location_for_checkpoint(checkpoint_id)
             except Exception as e:  # noqa: BLE001 - counted as Flink's IO_EXCEPTION
                 _LOG.warning("Checkpoint %d could not be started: %s", checkpoint_id, e)
@@ -204,7 +211,8 @@ class CheckpointCoordinator:
             if location is not None:
                 pending = PendingCheckpoint(
                     self.job_id, checkpoint_id, timestamp,
-                    {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location)
+                    {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location,
+                    coordinator_states=coordinator_states)
                 self._pending[checkpoint_id] = pending
                 pending.cancellable = self._timer.schedule(
                     self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
@@ -260,6 +268,7 @@ class CheckpointCoordinator:
             checkpoint_id = next(self._ids)
             timestamp = _now_ms()
             try:
+                coordinator_states = self._snapshot_operator_coordinators(checkpoint_id)
                 location = self.storage.initialize_location_for_savepoint(checkpoint_id, target_directory)
             except Exception as e:  # noqa: BLE001 - the caller's future says why
                 future.set_exception(e)
@@ -267,7 +276,7 @@ class CheckpointCoordinator:
             pending = PendingCheckpoint(
                 self.job_id, checkpoint_id, timestamp,
                 {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location,
-                SnapshotType.SAVEPOINT)
+                SnapshotType.SAVEPOINT, coordinator_states)
             self._pending[checkpoint_id] = pending
             self._savepoint_futures[checkpoint_id] = future
             pending.cancellable = self._timer.schedule(self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
@@ -283,6 +292,17 @@ class CheckpointCoordinator:
                 self.receive_decline_message(checkpoint_id, t.tdd.attempt_id, CheckpointException(
                     CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{t.task_name_with_subtasks}: {e}"))
         return future
+
+    def continue_after(self, checkpoint_id: int) -> None:
+        """Number the next checkpoints from ``checkpoint_id + 1``: a job restored from checkpoint
+        or savepoint ``checkpoint_id`` goes on from there, as Flink's (its source readers and
+        coordinators compare checkpoint ids with the restored one). Call before the first trigger."""
+        with self._lock:
+            self._ids = itertools.count(checkpoint_id + 1)
+
+    def _snapshot_operator_coordinators(self, checkpoint_id: int) -> Dict[str, bytes]:
+        """Under the lock, before the sources are triggered: every operator coordinator's state."""
+        return {oid: c.snapshot_state(checkpoint_id) for oid, c in self._operator_coordinators().items()}
 
     def stop_with_savepoint(self, target_directory: Optional[str], drain: bool) -> "concurrent.futures.Future[str]":
         """Stop periodic checkpoints and take a synchronous savepoint (FLIP-34, Flink's

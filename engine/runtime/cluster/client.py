@@ -370,8 +370,19 @@ class ClusterJobClient:
 
     def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
                             savepoint_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
-        """As ``JobClient.stop_with_savepoint``: done once the job is FINISHED."""
-        return self._client.savepoint_future(self._job_id, savepoint_directory, bool(advance_to_end_of_event_time))
+        """As ``JobClient.stop_with_savepoint``: done once the job is FINISHED and this client
+        has its final report."""
+        done: "concurrent.futures.Future[str]" = concurrent.futures.Future()
+        savepoint = self._client.savepoint_future(self._job_id, savepoint_directory, bool(advance_to_end_of_event_time))
+
+        def on_savepoint(f: concurrent.futures.Future) -> None:
+            if f.exception() is not None:
+                done.set_exception(f.exception())
+            else:
+                self._result.add_done_callback(lambda _r: done.set_result(f.result()))
+
+        savepoint.add_done_callback(on_savepoint)
+        return done
 
     def wait(self, timeout_s: Optional[float] = None) -> JobStatus:
         concurrent.futures.wait([self._result], timeout=timeout_s)
