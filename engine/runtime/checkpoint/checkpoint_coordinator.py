@@ -262,8 +262,11 @@ class CheckpointCoordinator:
                 future.set_exception(CheckpointException(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN))
                 return future
             tasks = list(self._tasks())
-            if not tasks or any(state is not ExecutionState.RUNNING for _, state in tasks):
-                future.set_exception(CheckpointException(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING))
+            not_running = [f"{t.task_name_with_subtasks} is {state.name}" for t, state in tasks
+                           if state is not ExecutionState.RUNNING]
+            if not tasks or not_running:
+                future.set_exception(CheckpointException(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
+                                                         f"({', '.join(not_running) or 'no task'})"))
                 return future
             checkpoint_id = next(self._ids)
             timestamp = _now_ms()
