@@ -107,14 +107,14 @@ def remember(value):
 class ShippingTaskExecutor(TaskExecutor):
     """Deploys every task as a cluster task gets it: its descriptor in three pickled parts."""
 
-    def submit_task(self, tdd, coordinators, listener):
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None):
         job = cloudpickle.dumps(JobInformation(tdd.job_id, tdd.job_name, Configuration(), tdd.job_parameters))
         task = cloudpickle.dumps(TaskInformation.from_job_vertex(tdd.vertex))
         subtask = cloudpickle.dumps(subtask_descriptor(tdd))
         assert b"line 3 of the collection" not in subtask
         shipped = assemble_descriptor(cloudpickle.loads(subtask), cloudpickle.loads(task), cloudpickle.loads(job))
         assert isinstance(shipped.vertex, TaskInformation) and shipped.job_parameters == {"k": "v"}
-        return super().submit_task(shipped, coordinators, listener)
+        return super().submit_task(shipped, coordinators, listener, checkpoint_responder)
 
 
 def test_a_job_runs_from_the_shipped_parts():
