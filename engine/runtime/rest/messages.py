@@ -15,7 +15,7 @@ from rill.runtime.rest.snapshot import JobSnapshot, SubtaskSnapshot, VertexSnaps
 __all__ = [
     "RILL_VERSION", "cluster_overview", "dashboard_config", "job_ids_with_status", "multiple_job_details",
     "job_details", "job_plan", "vertex_details", "vertex_backpressure", "vertex_watermarks",
-    "job_exceptions", "taskmanagers_info",
+    "job_exceptions", "taskmanagers_info", "savepoint_info",
 ]
 
 RILL_VERSION = "rill-0.1.0"
@@ -188,3 +188,22 @@ def taskmanagers_info(taskmanagers: List[Dict]) -> Dict:
             "hardware": {"cpuCores": tm.get("cpuCores", 0), "physicalMemory": 0, "freeMemory": 0, "managedMemory": 0},
         })
     return {"taskmanagers": out}
+
+
+def savepoint_info(status) -> Dict:
+    """``GET /jobs/:jobid/savepoints/:triggerid`` (Flink's ``SavepointStatusHandler``,
+    ``AsynchronousOperationResult<SavepointInfo>``): ``{"status": {"id": "IN_PROGRESS" |
+    "COMPLETED"}, "operation": {"location": ...} | {"failure-cause": {"class", "stack-trace"}}}``;
+    no ``operation`` while in progress.
+
+    :param status: a :class:`~rill.runtime.jobmaster.savepoints.SavepointStatus`.
+    """
+    body: Dict = {"status": {"id": status.status}}
+    if status.status == "COMPLETED":
+        if status.failure_cause is not None:
+            cls, _, message = status.failure_cause.partition(": ")
+            body["operation"] = {"failure-cause": {"class": cls, "stack-trace": status.failure_cause,
+                                                   "serialized-throwable": None}}
+        else:
+            body["operation"] = {"location": status.location}
+    return body
