@@ -15,6 +15,7 @@ cluster and print Flink's ``Savepoint completed. Path: ...`` line.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
@@ -22,6 +23,7 @@ import pytest
 
 from rill.common.functions import KeyedProcessFunction, MapFunction
 from rill.common.streamrecord import MAX_TIMESTAMP
+from rill.datastream.async_client import AsyncJobClient
 from rill.datastream import StreamExecutionEnvironment
 from rill.graph.states import JobStatus
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
@@ -168,6 +170,18 @@ def test_stop_with_drain_fires_the_event_time_timers_before_the_savepoint(env, t
     assert [k for k, _ in counts] == list(range(KEYS))
     assert 0 < sum(c for _, c in counts) < N, "stopped halfway"
     assert resolve_checkpoint_pointer(path).snapshot_type is SnapshotType.SAVEPOINT
+
+
+async def test_the_async_client_takes_a_savepoint_and_stops_with_one(env, tmp_path):
+    out = tmp_path / "out.csv"
+    _job(env, out, 0.002)
+    client = await AsyncJobClient.execute(env, "async savepoints")
+    await asyncio.get_running_loop().run_in_executor(None, _wait_for_a_completed_checkpoint, client.job_client)
+    taken = await client.trigger_savepoint(str(tmp_path / "sp"))
+    stopped = await client.stop_with_savepoint(True, str(tmp_path / "stop"))
+    assert Path(taken).parent == tmp_path / "sp" and Path(stopped).parent == tmp_path / "stop"
+    assert await client.get_job_status() is JobStatus.FINISHED
+    assert sum(_saved_counts(taken).values()) <= sum(_saved_counts(stopped).values()) == sum(c for _, c in _counts(out))
 
 
 def test_without_a_target_directory_the_savepoint_fails_and_the_job_runs_on(env, tmp_path):
