@@ -154,6 +154,12 @@ class ClusterGateway(RestfulGateway):
             raise JobNotFoundError(f"Job {job_id} not found")
         return self._client.trigger_savepoint(job_id, target_directory, drain).trigger_id
 
+    def checkpoint_stats(self, job_id: str):
+        report = self._client.job_report(job_id)
+        if not isinstance(report, m.JobStatusReport):
+            raise JobNotFoundError(f"Job {job_id} not found")
+        return report.checkpoint_stats
+
     def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
         report = self._client.savepoint_status(job_id, trigger_id)
         if report.status == "UNKNOWN":

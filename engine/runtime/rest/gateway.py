@@ -59,6 +59,11 @@ class RestfulGateway(ABC):
     def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
         """The savepoint operation's status, ``None`` for an unknown trigger id."""
 
+    @abstractmethod
+    def checkpoint_stats(self, job_id: str):
+        """The job's ``CheckpointStatsSnapshot`` (its final one once it ended), ``None`` without
+        checkpointing. :raises JobNotFoundError: for an unknown id."""
+
 
 class EmbeddedGateway(RestfulGateway):
     """The gateway of a MiniCluster.
@@ -71,15 +76,18 @@ class EmbeddedGateway(RestfulGateway):
         self._lock = threading.Lock()
         self._archive: "OrderedDict[str, JobSnapshot]" = OrderedDict()
         self._savepoints = SavepointOperations()
+        self._archived_stats: "OrderedDict[str, object]" = OrderedDict()
 
     def archive(self, job_master) -> None:
         """Keep the final picture of a job that has ended (call before it leaves the running
         list, so a request never misses it)."""
         snap = snapshot_job_master(job_master)
+        stats = job_master.get_checkpoint_stats()
         with self._lock:
             self._archive[snap.job_id] = snap
+            self._archived_stats[snap.job_id] = stats
             while len(self._archive) > MAX_ARCHIVED_JOBS:
-                self._archive.popitem(last=False)
+                self._archived_stats.pop(self._archive.popitem(last=False)[0], None)
 
     def _live(self) -> Dict[str, object]:
         return {jm.job_id: jm for jm in self._running()}
@@ -127,6 +135,15 @@ class EmbeddedGateway(RestfulGateway):
 
     def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
         return self._savepoints.status(trigger_id)
+
+    def checkpoint_stats(self, job_id: str):
+        jm = self._live().get(job_id)
+        if jm is not None:
+            return jm.get_checkpoint_stats()
+        with self._lock:
+            if job_id not in self._archive:
+                raise JobNotFoundError(f"Job {job_id} not found")
+            return self._archived_stats.get(job_id)
 
     def list_taskmanagers(self) -> List[Dict]:
         # the embedded mode sizes one TaskExecutor to each running job: all its slots are used

@@ -16,6 +16,7 @@ Routes (``:jobid`` and ``:vertexid`` are 32-hex ids):
 ``POST /jobs/:jobid/savepoints``                            trigger a savepoint (bearer token)
 ``POST /jobs/:jobid/stop``                                  stop with a savepoint (bearer token)
 ``GET /jobs/:jobid/savepoints/:triggerid``                  a savepoint operation's status
+``GET /jobs/:jobid/checkpoints``                            checkpoint statistics (404 without checkpointing)
 ``GET /metrics``                                            Prometheus text format (see ``prometheus``)
 ``GET /openapi.json``, ``GET /`` (``/index.html``)          OpenAPI description; the dashboard
 ==========================================================  ===================================
@@ -141,6 +142,15 @@ class RestServerEndpoint:
         m = re.fullmatch(r"/jobs/" + _ID + r"/savepoints/" + _ID, path)
         if m:
             return self._savepoint_status(m.group(1), m.group(2))
+        m = re.fullmatch(r"/jobs/" + _ID + r"/checkpoints", path)
+        if m:
+            try:
+                stats = g.checkpoint_stats(m.group(1).lower())
+            except JobNotFoundError as e:
+                raise RestError(404, str(e)) from None
+            if stats is None:
+                raise RestError(404, f"Checkpointing is not enabled for job {m.group(1).lower()}")
+            return 200, messages.checkpointing_statistics(stats)
         for pattern, handler in _JOB_ROUTES:
             m = re.fullmatch(pattern, path)
             if m:

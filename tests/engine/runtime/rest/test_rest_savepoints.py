@@ -82,6 +82,17 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
     client.get_job_execution_result().result(TIMEOUT_S)
     assert client.get_job_status() is JobStatus.FINISHED
     assert http.request("GET", f"/jobs/{job}/savepoints/{'a' * 32}")[0] == 404
+    # the final checkpoint statistics (Flink's CheckpointingStatistics), as the JobClient gives them
+    stats = client.get_checkpoint_stats()
+    body = http.poll(f"/jobs/{job}/checkpoints", lambda b: b["counts"]["total"] == stats.counts.number_of_total_checkpoints,
+                     deadline_s=TIMEOUT_S)
+    assert body.keys() == {"counts", "summary", "latest", "history"}
+    assert body["counts"] == {"restored": 0, "total": stats.counts.number_of_total_checkpoints,
+                              "in_progress": 0, "completed": stats.counts.number_of_completed_checkpoints,
+                              "failed": stats.counts.number_of_failed_checkpoints}
+    assert [h["id"] for h in body["history"]] == [c.checkpoint_id for c in stats.history]
+    assert body["latest"]["completed"]["external_path"] == stopped["operation"]["location"]
+    assert body["summary"]["end_to_end_duration"].keys() == {"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
 
 
 def test_savepoints_through_the_embedded_endpoint(embedded_rest, tmp_path):
@@ -104,3 +115,14 @@ def test_savepoints_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path
     client = env.execute_async("cluster rest savepoints")
     _wait_running(client)
     _exercise(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client, tmp_path)
+
+
+def test_checkpoint_statistics_of_a_job_without_checkpointing_are_404(embedded_rest):
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.from_collection([1, 2]).add_sink(lambda v: None)
+    client = env.execute_async("no checkpoints")
+    client.get_job_execution_result().result(TIMEOUT_S)
+    status, body = Http(client.get_web_interface_url()).request("GET", f"/jobs/{client.get_job_id()}/checkpoints")
+    assert (status, body) == (404, {"errors": [f"Checkpointing is not enabled for job {client.get_job_id()}"]})
