@@ -223,6 +223,10 @@ class DispatcherActor(Actor):
         for job_id, jm in list(self.job_masters.items()):
             if jm == address:
                 del self.job_masters[job_id]
+                for trigger_id, op in list(self.savepoint_operations.items()):
+                    if op.job_id == job_id and op.status == "IN_PROGRESS":  # nothing will report it
+                        self.savepoint_operations[trigger_id] = dataclasses.replace(
+                            op, status="COMPLETED", failure_cause=f"The JobMaster of job {job_id} exited")
                 report = self.reports.get(job_id)
                 if report is not None and report.result is None:
                     pid = report.job_master_pid if report.job_master_pid is not None else "?"
