@@ -1,5 +1,5 @@
 """The ``rill`` command line (Flink's ``flink`` CLI: ``run``, ``info``/plan, ``cancel``, ``list``,
-and the standalone cluster scripts as ``rill cluster start|stop|status|join``).
+``savepoint``, ``stop``, and the standalone cluster scripts as ``rill cluster start|stop|status|join``).
 
 ``rill run JOB.py [ARGS]`` runs a DataStream program file as ``__main__``; its ``execute()``
 shows a progress bar for bounded sources and ends with a summary per vertex.
@@ -11,6 +11,9 @@ a ``ProgramAbortException`` once the plan is known).
 
 ``rill run --from-savepoint PATH [--allow-non-restored-state]`` (Flink's ``-s``/``-n``) starts
 the job from a savepoint or retained checkpoint (``execution.state-recovery.*``).
+``rill savepoint JOB_ID [TARGET_DIR]`` and ``rill stop JOB_ID [--drain] [--savepoint-path DIR]``
+(Flink's ``flink savepoint`` / ``flink stop``) take a savepoint of a cluster job, the latter
+stopping it, and print ``Savepoint completed. Path: <dir>``.
 
 ``rill run`` prints each job's id when it is submitted (as ``flink run`` does). Ctrl-C while a
 job runs on a cluster cancels it and waits for it to stop, saying so with its id (a second
