@@ -57,11 +57,15 @@ class PendingCheckpoint:
     :param operators: every operator of the job (the metadata lists each).
     :param location: where the tasks write; disposed of on abort.
     :param snapshot_type: checkpoint or savepoint.
+    :param coordinator_states: operator id -> the state of its coordinator (a source's
+        enumerator), taken before the sources were triggered.
     """
 
     def __init__(self, job_id: str, checkpoint_id: int, timestamp: int, tasks_to_ack: Mapping[str, str],
                  operators: Iterable[OperatorInfo], location: CheckpointStorageLocation,
-                 snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> None:
+                 snapshot_type: SnapshotType = SnapshotType.CHECKPOINT,
+                 coordinator_states: Optional[Mapping[str, bytes]] = None) -> None:
+        self._coordinator_states = dict(coordinator_states or {})
         self.job_id = job_id
         self.checkpoint_id = checkpoint_id
         self.timestamp = timestamp
@@ -120,7 +124,7 @@ class PendingCheckpoint:
         return CheckpointMetadata(
             checkpoint_id=self.checkpoint_id, timestamp=self.timestamp,
             operator_states={oid: OperatorState(oid, op.parallelism, op.max_parallelism, self._handles[oid],
-                                                op.uid, op.name)
+                                                op.uid, op.name, self._coordinator_states.get(oid))
                              for oid, op in self._operators.items()},
             snapshot_type=self.snapshot_type, job_id=self.job_id, external_pointer=external_pointer)
 
