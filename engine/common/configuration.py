@@ -128,6 +128,15 @@ class Configuration:
     def __init__(self, other: Optional["Configuration"] = None):
         self._data: Dict[str, Any] = dict(other._data) if other is not None else {}
 
+    @classmethod
+    def from_dict(cls, settings: Dict[str, Any]) -> "Configuration":
+        """A Configuration of ``settings`` (key -> value, stored as strings as ``set_string``
+        does): the inverse of :meth:`to_dict`."""
+        conf = cls()
+        for key, value in settings.items():
+            conf.set_string(key, str(value))
+        return conf
+
     def set_string(self, key: str, value: str) -> "Configuration":
         self._data[key] = str(value)
         return self

@@ -63,10 +63,7 @@ class RestartStrategyConfiguration:
     def to_configuration(self) -> Configuration:
         """The ``restart-strategy.*`` keys of this strategy (durations as ms); empty for
         :meth:`RestartStrategies.fall_back_restart`, which leaves the cluster's choice."""
-        conf = Configuration()
-        for key, value in self._keys.items():
-            conf.set_string(key, str(value))
-        return conf
+        return Configuration.from_dict(self._keys)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, self.__class__) and self._keys == other._keys

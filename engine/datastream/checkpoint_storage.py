@@ -40,10 +40,7 @@ class CheckpointStorage(abc.ABC):
 
     def to_configuration(self) -> Configuration:
         """This storage's keys as a ``Configuration`` (what setting it writes into a job's)."""
-        conf = Configuration()
-        for key, value in self._keys().items():
-            conf.set_string(key, value)
-        return conf
+        return Configuration.from_dict(self._keys())
 
     @staticmethod
     def from_configuration(configuration: Configuration) -> "CheckpointStorage":

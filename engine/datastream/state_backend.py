@@ -32,10 +32,7 @@ class StateBackend(abc.ABC):
 
     def to_configuration(self) -> Configuration:
         """This backend's keys as a ``Configuration`` (what ``set_state_backend`` writes)."""
-        conf = Configuration()
-        for key, value in self._keys().items():
-            conf.set_string(key, value)
-        return conf
+        return Configuration.from_dict(self._keys())
 
     @staticmethod
     def from_configuration(configuration: Configuration) -> "StateBackend":
