@@ -22,7 +22,12 @@ from __future__ import annotations
 import enum
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Tuple
 
-from rill.operators.checkpointed_function import restore_function_state, snapshot_function_state
+from rill.operators.checkpointed_function import (
+    notify_function_checkpoint_aborted,
+    notify_function_checkpoint_complete,
+    restore_function_state,
+    snapshot_function_state,
+)
 from rill.common.streamrecord import MIN_TIMESTAMP, Watermark, WatermarkStatus
 from rill.state.operator_state import DefaultOperatorStateBackend
 
@@ -131,20 +136,21 @@ class StreamOperator:
     def get_operator_name(self) -> str:
         return type(self).__name__
 
-    def snapshot_state(self, checkpoint_id: int, timestamp: int) -> Dict[str, Tuple[str, List[Any]]]:
-        """The operator state to checkpoint as ``{name: (mode, entries)}`` (Flink's
-        ``StreamOperator.snapshotState``); none by default."""
-        return {}
-
     def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
         """Called on the task thread before the task sends the barrier of ``checkpoint_id``
         downstream: the last moment to emit records that belong before it (Flink's
         ``prepareSnapshotPreBarrier``); nothing by default."""
 
+    def snapshot_state(self, checkpoint_id: int, timestamp: int) -> Dict[str, Tuple[str, List[Any]]]:
+        """The operator state to checkpoint as ``{name: (mode, entries)}`` (Flink's
+        ``StreamOperator.snapshotState``); none by default."""
+        return {}
+
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        """Checkpoint ``checkpoint_id`` completed in the whole job (Flink's
-        ``CheckpointListener.notifyCheckpointComplete``, a priority mail on the task thread);
-        nothing by default."""
+        """Checkpoint ``checkpoint_id`` completed on every task (Flink's
+        ``CheckpointListener.notifyCheckpointComplete``, which every ``StreamOperator`` is);
+        called on the task thread. It subsumes earlier checkpoints whose notification was
+        skipped. Nothing by default."""
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
         """Checkpoint ``checkpoint_id`` was aborted (Flink's
@@ -359,17 +365,15 @@ class AbstractUdfStreamOperator(AbstractStreamOperator):
         return super().snapshot_state(checkpoint_id, timestamp)
 
     def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
-        """Forwarded to the user function when it has ``notify_checkpoint_complete``
-        (Flink's ``AbstractUdfStreamOperator`` does so for a ``CheckpointListener``)."""
-        notify = getattr(self.user_function, "notify_checkpoint_complete", None)
-        if notify is not None:
-            notify(checkpoint_id)
+        """Forwarded to the function if it is a ``CheckpointListener`` (Flink's
+        ``AbstractUdfStreamOperator.notifyCheckpointComplete``)."""
+        super().notify_checkpoint_complete(checkpoint_id)
+        notify_function_checkpoint_complete(self.user_function, checkpoint_id)
 
     def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
-        """Forwarded to the user function when it has ``notify_checkpoint_aborted``."""
-        notify = getattr(self.user_function, "notify_checkpoint_aborted", None)
-        if notify is not None:
-            notify(checkpoint_id)
+        """Forwarded to the function if it is a ``CheckpointListener``."""
+        super().notify_checkpoint_aborted(checkpoint_id)
+        notify_function_checkpoint_aborted(self.user_function, checkpoint_id)
 
     def open(self) -> None:
         open_fn = getattr(self.user_function, "open", None)

@@ -16,7 +16,10 @@ registering with it, as with any ABC); the operator around the function
 2. ``snapshot_state(context)`` whenever a checkpoint is taken, on the task thread between two
    records, with a :class:`FunctionSnapshotContext` (checkpoint id, checkpoint timestamp in
    epoch ms): write what must survive into the registered states; the operator then snapshots
-   its operator state backend.
+   its operator state backend;
+3. if the function is also a ``CheckpointListener`` (:mod:`rill.common.functions`):
+   ``notify_checkpoint_complete(checkpoint_id)`` / ``notify_checkpoint_aborted(checkpoint_id)``
+   when the checkpoint completed or was aborted (:func:`notify_function_checkpoint_complete`).
 
 Example::
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 import abc
 from typing import Any, Optional
 
+from rill.common.functions import CheckpointListener
 from rill.state.descriptors import (
     AggregatingStateDescriptor,
     ListStateDescriptor,
@@ -56,6 +60,8 @@ __all__ = [
     "StateSnapshotContextSynchronousImpl",
     "restore_function_state",
     "snapshot_function_state",
+    "notify_function_checkpoint_complete",
+    "notify_function_checkpoint_aborted",
 ]
 
 
@@ -284,3 +290,17 @@ def snapshot_function_state(user_function: Any, checkpoint_id: int, checkpoint_t
     """
     if isinstance(user_function, CheckpointedFunction):
         user_function.snapshot_state(StateSnapshotContextSynchronousImpl(checkpoint_id, checkpoint_timestamp))
+
+
+def notify_function_checkpoint_complete(user_function: Any, checkpoint_id: int) -> None:
+    """Call ``user_function.notify_checkpoint_complete`` if it is a ``CheckpointListener``
+    (:class:`rill.common.functions.CheckpointListener`), as Flink's
+    ``AbstractUdfStreamOperator`` does."""
+    if isinstance(user_function, CheckpointListener):
+        user_function.notify_checkpoint_complete(checkpoint_id)
+
+
+def notify_function_checkpoint_aborted(user_function: Any, checkpoint_id: int) -> None:
+    """Call ``user_function.notify_checkpoint_aborted`` if it is a ``CheckpointListener``."""
+    if isinstance(user_function, CheckpointListener):
+        user_function.notify_checkpoint_aborted(checkpoint_id)

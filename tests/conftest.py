@@ -195,6 +195,9 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "embedded_only(reason): the test inspects in-process objects of the job, so it runs "
                    "only in the embedded mode of the ``env`` fixture (the reason says which)")
+    config.addinivalue_line(
+        "markers", "spark: the test reads files with a real local SparkSession (the session-scoped "
+                   "``spark`` fixture; pyspark from the ``spark`` extra). Select with -m spark")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -284,3 +287,34 @@ def printed(execution_mode, capfd, request):
 def cluster(shared_cluster):
     """The session's shared cluster, for tests that drive it directly (CLI, status, cancel)."""
     return shared_cluster
+
+
+#: A Java 17 for Spark (another Java may be the default on the machine).
+_JAVA_17 = "/usr/lib/jvm/java-17-openjdk-amd64"
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local SparkSession (``local[1]``, UTC session time zone, warnings only) shared by every
+    Spark test of the run, stopped at its end. Starting one takes ~10 s: keep Spark tests on
+    this fixture. Skips when pyspark (``pip install -e '.[spark]'``) is not installed."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if Path(_JAVA_17).is_dir():
+        os.environ["JAVA_HOME"] = _JAVA_17
+    work = tmp_path_factory.mktemp("spark")
+    session = (SparkSession.builder.master("local[1]").appName("rill-tests")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.session.timeZone", "UTC")
+               .config("spark.sql.shuffle.partitions", "1")
+               .config("spark.local.dir", str(work))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={work}")
+               .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        yield session
+    finally:
+        session.stop()

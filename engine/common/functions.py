@@ -27,6 +27,7 @@ __all__ = [
     "ProcessFunction",
     "KeyedProcessFunction",
     "SinkFunction",
+    "CheckpointListener",
     "RuntimeContext",
     "TimerService",
     "wrap",
@@ -129,6 +130,30 @@ class Function(abc.ABC):
 
     def close(self) -> None:
         pass
+
+
+class CheckpointListener(abc.ABC):
+    """A function (or any object an operator calls) that wants to hear about checkpoints
+    (Flink's ``org.apache.flink.api.common.state.CheckpointListener``; PyFlink has no Python
+    counterpart, so Rill offers Flink's interface with Python names).
+
+    A user function implements it by subclassing (with its function base class); the
+    operator around the function (``AbstractUdfStreamOperator``) forwards the calls on the task
+    thread, between records. As Flink documents: a notification may be skipped or arrive late
+    (a later checkpoint's ``notify_checkpoint_complete`` subsumes earlier ones, so a function
+    must treat "checkpoint ``n`` complete" as "every checkpoint up to ``n`` complete"); an
+    exception raised by either method fails the task.
+    """
+
+    @abc.abstractmethod
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` completed: its state is durable on every task. The place
+        to commit side effects a checkpoint made safe (two-phase-commit sinks)."""
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Checkpoint ``checkpoint_id`` was aborted (timeout, a task failed or declined); the
+        default does nothing (Flink's default method). Side effects prepared for it stay
+        prepared: a later checkpoint's completion covers them."""
 
 
 def is_rich(function: Any) -> bool:

@@ -135,8 +135,13 @@ class Types:
     SQL_DATE = staticmethod(_basic("SQL_DATE", object))
     SQL_TIME = staticmethod(_basic("SQL_TIME", object))
     SQL_TIMESTAMP = staticmethod(_basic("SQL_TIMESTAMP", object))
+    LOCAL_DATE = staticmethod(_basic("LOCAL_DATE", object))
+    LOCAL_TIME = staticmethod(_basic("LOCAL_TIME", object))
+    LOCAL_DATE_TIME = staticmethod(_basic("LOCAL_DATE_TIME", object))
+    INSTANT = staticmethod(_basic("INSTANT", object))
     PRIMITIVE_ARRAY = staticmethod(lambda element_type: ListTypeInfo(element_type))
     BASIC_ARRAY = staticmethod(lambda element_type: ListTypeInfo(element_type))
+    OBJECT_ARRAY = staticmethod(lambda element_type: ListTypeInfo(element_type))
     PICKLED_BYTE_ARRAY = staticmethod(lambda: PickledBytesTypeInfo())
 
     @staticmethod

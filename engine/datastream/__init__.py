@@ -41,6 +41,7 @@ _EXPORTS = {
     "ReduceFunction": "rill.common.functions",
     "RuntimeContext": "rill.common.functions",
     "SinkFunction": "rill.common.functions",
+    "CheckpointListener": "rill.common.functions",
     "TimerService": "rill.common.functions",
     "OutputTag": "rill.datastream.output_tag",
     "WindowedStream": "rill.datastream.windowed_stream",

@@ -141,6 +141,10 @@ class AsyncJobClient:
         """One ``TaskMetricsSnapshot`` per task (subtask), while the job runs or after."""
         return await _in_executor(self._client.get_metrics)
 
+    async def get_checkpoint_stats(self) -> Any:
+        """The job's ``CheckpointStatsSnapshot`` (``None`` without checkpointing)."""
+        return await _in_executor(self._client.get_checkpoint_stats)
+
     async def cancel(self) -> None:
         """Cancel the job; returns once it has stopped."""
         done = await _in_executor(self._client.cancel)

@@ -16,6 +16,7 @@ from typing import Any, Iterable, List, Tuple
 
 from rill.common.time import to_milliseconds  # noqa: F401 - re-exported for the window modules
 from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
+from rill.state.checkpoint.namespaces import register_namespace_type
 
 __all__ = [
     "Window",
@@ -186,3 +187,11 @@ class GlobalWindow(Window):
 
     def __repr__(self) -> str:
         return "GlobalWindow"
+
+
+# Windows are the namespaces of window state and timers: snapshot files write them as the
+# struct fields Spark users query (namespace.start / namespace.end, namespace.id).
+register_namespace_type(TimeWindow, "TimeWindow", lambda w: {"start": w[0], "end": w[1]},
+                        lambda f: TimeWindow(f["start"], f["end"]))
+register_namespace_type(GlobalWindow, "GlobalWindow", lambda w: {}, lambda f: GlobalWindow())
+register_namespace_type(CountWindow, "CountWindow", lambda w: {"id": w.id}, lambda f: CountWindow(f["id"]))

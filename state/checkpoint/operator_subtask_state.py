@@ -55,6 +55,8 @@ class KeyedStateSnapshot:
     :param key_groups: key group -> state name -> ``(key, namespace, stored value)`` entries;
         only key groups and states with entries appear. Stored values are in the backend's
         layout (see :mod:`rill.state.state_table`; TTL states store ``(value, last_access_ms)``).
+    :param key_type: the declared type of the keys (``key_by(..., key_type)``), or ``None``:
+        a snapshot writer then types its ``key`` column, else it writes keys untyped.
     :raises ValueError: if a key group lies outside ``key_group_range``.
     """
 
@@ -62,6 +64,7 @@ class KeyedStateSnapshot:
     key_group_range: KeyGroupRange
     descriptors: Mapping[str, StateDescriptor] = field(default_factory=dict)
     key_groups: Mapping[int, Mapping[str, Tuple[KeyedStateEntry, ...]]] = field(default_factory=dict)
+    key_type: Any = None
 
     def __post_init__(self) -> None:
         outside = [kg for kg in self.key_groups if not self.key_group_range.contains(kg)]
@@ -79,7 +82,8 @@ class KeyedStateSnapshot:
         """The part of this snapshot in ``key_group_range`` (its range is the intersection)."""
         rng = self.key_group_range.get_intersection(key_group_range)
         return KeyedStateSnapshot(self.max_parallelism, rng, self.descriptors,
-                                  {kg: s for kg, s in self.key_groups.items() if rng.contains(kg)})
+                                  {kg: s for kg, s in self.key_groups.items() if rng.contains(kg)},
+                                  self.key_type)
 
 
 @dataclass(frozen=True)

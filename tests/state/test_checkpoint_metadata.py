@@ -5,6 +5,7 @@ import pickle
 
 import pytest
 
+from rill.state.checkpoint.filesystem import FileSystemCheckpointStorage
 from rill.state.checkpoint.metadata import CheckpointMetadata, OperatorState
 from rill.state.checkpoint.operator_subtask_state import (
     KeyedStateSnapshot, OperatorSubtaskState, TimerServiceSnapshot, TimersOfKeyGroup)
@@ -45,6 +46,7 @@ def test_operator_state_validates_ids_and_subtasks():
         CheckpointMetadata(1, 0, {"f" * 32: OperatorState(OID, 1, 128)})
 
 
-def test_a_directory_is_refused_until_the_file_system_storage_exists():
-    with pytest.raises(NotImplementedError, match="execution.checkpointing.dir"):
-        create_checkpoint_storage("/tmp/x", "job")
+def test_a_directory_gives_the_file_system_storage(tmp_path):
+    storage = create_checkpoint_storage(str(tmp_path), "ab" * 16)
+    assert isinstance(storage, FileSystemCheckpointStorage)
+    assert storage.job_directory == f"{tmp_path}/{'ab' * 16}"

@@ -82,6 +82,12 @@ class CheckpointBarrierHandler(abc.ABC):
     def process_end_of_partition(self, gate, channel_index: int) -> None:
         """Channel ``channel_index`` of ``gate`` ended: it counts as aligned from now on."""
 
+    @abc.abstractmethod
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """The coordinator aborted ``checkpoint_id``: stop waiting for its barriers (an
+        upstream task that declined it sends none), so blocked channels flow again at once
+        rather than when the next checkpoint's barrier arrives."""
+
     def close(self) -> None:
         """Resume whatever is blocked (the task ends)."""
 
@@ -131,6 +137,12 @@ class AlignedBarrierHandler(CheckpointBarrierHandler):
         self._finished.add(self._index(gate, channel_index))
         if self._barrier is not None:
             self._maybe_complete()
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        if checkpoint_id < self.latest_checkpoint_id or (self._barrier is None and checkpoint_id == self.latest_checkpoint_id):
+            return
+        self._stop_alignment()
+        self.latest_checkpoint_id = checkpoint_id
 
     def _maybe_complete(self) -> None:
         if len(self._received | self._finished) < len(self._channels):
@@ -186,6 +198,11 @@ class BarrierTracker(CheckpointBarrierHandler):
     def process_end_of_partition(self, gate, channel_index: int) -> None:
         self._finished.add(self._index(gate, channel_index))
         self._trigger_complete()
+
+    def on_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        for cid in [c for c in self._pending if c <= checkpoint_id]:
+            del self._pending[cid]
+        self.latest_checkpoint_id = max(self.latest_checkpoint_id, checkpoint_id)
 
     def _trigger_complete(self) -> None:
         total = len(self._channels)

@@ -28,9 +28,9 @@ Threading: any method may be called from any thread (timer, task threads and asy
 checkpoint threads embedded; the actor's thread in the cluster); state is guarded by one lock,
 and tasks, stores and the failure callback are called outside it.
 
-Not built yet (raise or are documented): checkpoints after tasks finish (FLIP-147: a finished
-task makes the trigger wait, and a task finishing during a checkpoint aborts it), unaligned
-checkpoints (FLIP-76: refused at start), savepoints.
+Not built yet: checkpoints after tasks finish (FLIP-147): once any task finished, triggers are
+skipped, and a task finishing during a checkpoint aborts it (``CHECKPOINT_DECLINED_TASK_CLOSING``);
+unaligned checkpoints (FLIP-76) are refused when the job starts; savepoints.
 """
 
 from __future__ import annotations
@@ -89,7 +89,8 @@ class CheckpointCoordinator:
         ``notify_checkpoint_complete(checkpoint_id)``, ``notify_checkpoint_aborted(checkpoint_id)``.
     :param storage: where checkpoints are written.
     :param timer: runs the periodic trigger and the timeouts.
-    :param fail_job: ``(exception) -> None``: fails the job (too many failed checkpoints).
+    :param fail_job: ``(exception) -> None``: fails the job when too many checkpoints failed in
+        a row (a ``RuntimeError`` with Flink's message).
     :raises NotImplementedError: for ``unaligned=True`` (FLIP-76 is not built).
     """
 
@@ -254,9 +255,9 @@ class CheckpointCoordinator:
 
     # -- job events ---------------------------------------------------------------------------
     def on_task_failure(self) -> None:
-        """A task failed: every pending checkpoint is aborted (``TASK_FAILURE``, not counted) and
-        periodic triggering stops."""
-        self.stop_checkpoint_scheduler()
+        """A task failed: every pending checkpoint is aborted (``TASK_FAILURE``, not counted).
+        Periodic triggering goes on: triggers are skipped until every task runs again, so a
+        restarted job checkpoints again without being told."""
         self._abort_all(CheckpointFailureReason.TASK_FAILURE)
 
     def on_task_finished(self, attempt_id: str) -> None:
@@ -354,8 +355,10 @@ class CheckpointCoordinator:
             if c is not None:
                 c.cancel()
         self._periodic = self._retry = None
-        return CheckpointException(reason, f"{TOLERABLE_FAILURE_MESSAGE} (tolerable failed checkpoints: "
-                                           f"{self.options.tolerable_failed_checkpoints})")
+        return RuntimeError(f"{TOLERABLE_FAILURE_MESSAGE} The latest checkpoint failed due to {reason.message} "
+                            f"({self._continuous_failures} failed in a row, tolerable: "
+                            f"{self.options.tolerable_failed_checkpoints}); see the checkpoint statistics "
+                            "(JobClient.get_checkpoint_stats) for why")
 
     def _after_checkpoint_ended(self) -> None:
         with self._lock:

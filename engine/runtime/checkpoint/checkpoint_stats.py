@@ -9,14 +9,18 @@ the cluster's JobMaster sends the snapshot with its status reports, and ``JobCli
 
 from __future__ import annotations
 
+import collections
 import enum
+import math
 import threading
-from dataclasses import dataclass, field, replace
-from typing import Dict, List, Optional, Tuple
+from dataclasses import dataclass, field, fields, replace
+from typing import Deque, Dict, List, Optional, Tuple
 
 from rill.runtime.checkpoint.checkpoint_options import CheckpointMetrics
 
 __all__ = [
+    "StatsSummary",
+    "CompletedCheckpointStatsSummary",
     "CheckpointStatsStatus",
     "SubtaskStateStats",
     "CheckpointStats",
@@ -28,6 +32,56 @@ __all__ = [
 
 #: Checkpoints kept in the history (Flink's ``web.checkpoints.history`` default).
 DEFAULT_HISTORY_SIZE = 10
+#: Values the summaries keep (the newest), as Flink's ``StatsSummary`` keeps a bounded histogram.
+SUMMARY_WINDOW = 10_000
+_QUANTILES = (0.5, 0.9, 0.95, 0.99, 0.999)
+
+
+@dataclass(frozen=True)
+class StatsSummary:
+    """Min, max, average and quantiles of one figure over completed checkpoints (Flink's
+    ``StatsSummarySnapshot``); all 0 when there is none.
+
+    :param count: values summarized (the newest :data:`SUMMARY_WINDOW`).
+    :param quantiles: ``((0.5, value), (0.9, ...), (0.95, ...), (0.99, ...), (0.999, ...))``, by
+        nearest rank.
+    """
+
+    count: int = 0
+    minimum: float = 0.0
+    maximum: float = 0.0
+    average: float = 0.0
+    quantiles: Tuple[Tuple[float, float], ...] = tuple((q, 0.0) for q in _QUANTILES)
+
+    def get_quantile(self, quantile: float) -> float:
+        """The value at ``quantile`` (one of 0.5, 0.9, 0.95, 0.99, 0.999).
+
+        :raises KeyError: for another quantile.
+        """
+        return dict(self.quantiles)[quantile]
+
+    @staticmethod
+    def of(values) -> "StatsSummary":
+        """The summary of ``values`` (a sequence of numbers)."""
+        if not values:
+            return StatsSummary()
+        ordered = sorted(values)
+        n = len(ordered)
+        return StatsSummary(n, ordered[0], ordered[-1], sum(ordered) / n,
+                            tuple((q, ordered[max(0, math.ceil(round(q * n, 9)) - 1)]) for q in _QUANTILES))
+
+
+@dataclass(frozen=True)
+class CompletedCheckpointStatsSummary:
+    """Summaries over completed checkpoints (Flink's ``CompletedCheckpointStatsSummarySnapshot``):
+    per checkpoint its end-to-end duration (ms) and state size (bytes); per subtask
+    acknowledgement its synchronous, asynchronous and alignment parts (ms)."""
+
+    end_to_end_duration_ms: StatsSummary = field(default_factory=StatsSummary)
+    state_size_bytes: StatsSummary = field(default_factory=StatsSummary)
+    sync_checkpoint_duration_ms: StatsSummary = field(default_factory=StatsSummary)
+    async_checkpoint_duration_ms: StatsSummary = field(default_factory=StatsSummary)
+    alignment_duration_ms: StatsSummary = field(default_factory=StatsSummary)
 
 
 class CheckpointStatsStatus(enum.Enum):
@@ -116,12 +170,18 @@ class CheckpointStatsSnapshot:
     :param history: the latest :data:`DEFAULT_HISTORY_SIZE` checkpoints, newest first.
     :param latest_completed: the newest completed one, or ``None``.
     :param latest_failed: the newest failed one, or ``None``.
+    :param summary: :class:`CompletedCheckpointStatsSummary` over every completed checkpoint.
     """
 
     counts: CheckpointStatsCounts = field(default_factory=CheckpointStatsCounts)
     history: Tuple[CheckpointStats, ...] = ()
     latest_completed: Optional[CheckpointStats] = None
     latest_failed: Optional[CheckpointStats] = None
+    summary: CompletedCheckpointStatsSummary = field(default_factory=CompletedCheckpointStatsSummary)
+
+    def get_summary_stats(self) -> CompletedCheckpointStatsSummary:
+        """Flink's ``getSummaryStats``."""
+        return self.summary
 
     def get_counts(self) -> CheckpointStatsCounts:
         """Flink's ``getCounts``."""
@@ -146,6 +206,9 @@ class CheckpointStatsTracker:
         self._counts = CheckpointStatsCounts()
         self._latest_completed: Optional[CheckpointStats] = None
         self._latest_failed: Optional[CheckpointStats] = None
+        # figure name -> the newest values of completed checkpoints
+        self._summary_values: Dict[str, Deque[float]] = {
+            f.name: collections.deque(maxlen=SUMMARY_WINDOW) for f in fields(CompletedCheckpointStatsSummary)}
 
     def report_pending_checkpoint(self, checkpoint_id: int, trigger_timestamp: int, number_of_subtasks: int) -> None:
         """A checkpoint was triggered."""
@@ -153,12 +216,25 @@ class CheckpointStatsTracker:
             self._stats[checkpoint_id] = CheckpointStats(checkpoint_id, CheckpointStatsStatus.IN_PROGRESS,
                                                          trigger_timestamp, number_of_subtasks)
             self._order.append(checkpoint_id)
-            for old in self._order[:-self._history_size]:
-                self._stats.pop(old, None)
-            del self._order[:-self._history_size]
+            self._trim()
             c = self._counts
             self._counts = replace(c, number_of_total_checkpoints=c.number_of_total_checkpoints + 1,
                                    number_of_in_progress_checkpoints=c.number_of_in_progress_checkpoints + 1)
+
+    def _trim(self) -> None:
+        """Under the lock: forget the oldest ended checkpoints beyond the history size (one in
+        progress is kept until it ends, so its end is counted)."""
+        excess = len(self._order) - self._history_size
+        if excess <= 0:
+            return
+        kept = []
+        for cid in self._order:  # oldest first
+            if excess > 0 and self._stats[cid].status is not CheckpointStatsStatus.IN_PROGRESS:
+                del self._stats[cid]
+                excess -= 1
+            else:
+                kept.append(cid)
+        self._order = kept
 
     def report_subtask_stats(self, checkpoint_id: int, task_name: str, subtask_index: int, ack_timestamp: int,
                              metrics: CheckpointMetrics) -> None:
@@ -199,13 +275,24 @@ class CheckpointStatsTracker:
                 c, number_of_in_progress_checkpoints=c.number_of_in_progress_checkpoints - 1,
                 number_of_completed_checkpoints=c.number_of_completed_checkpoints + completed,
                 number_of_failed_checkpoints=c.number_of_failed_checkpoints + (not completed))
+            self._trim()
             if completed:
                 self._latest_completed = s
+                values = self._summary_values
+                values["end_to_end_duration_ms"].append(s.end_to_end_duration_ms)
+                values["state_size_bytes"].append(s.state_size_bytes)
+                for sub in s.subtask_stats:
+                    values["sync_checkpoint_duration_ms"].append(sub.sync_checkpoint_duration_ms)
+                    values["async_checkpoint_duration_ms"].append(sub.async_checkpoint_duration_ms)
+                    values["alignment_duration_ms"].append(sub.alignment_duration_ms)
             else:
                 self._latest_failed = s
 
     def create_snapshot(self) -> CheckpointStatsSnapshot:
         """The statistics now (Flink's ``createSnapshot``)."""
         with self._lock:
-            history = tuple(self._stats[i] for i in reversed(self._order) if i in self._stats)
-            return CheckpointStatsSnapshot(self._counts, history, self._latest_completed, self._latest_failed)
+            history = tuple(self._stats[i] for i in reversed(self._order[-self._history_size:]))
+            summary = CompletedCheckpointStatsSummary(
+                **{name: StatsSummary.of(list(v)) for name, v in self._summary_values.items()})
+            return CheckpointStatsSnapshot(self._counts, history, self._latest_completed, self._latest_failed,
+                                           summary)

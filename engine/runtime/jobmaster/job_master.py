@@ -113,8 +113,6 @@ class JobMaster:
         self._allow_non_restored_state = self.savepoint_restore_settings.allow_non_restored_state
         self.checkpoint_coordinator: Optional[CheckpointCoordinator] = None
         self._checkpoint_timer = checkpoint_timer
-        #: how embedded tasks acknowledge checkpoints (cluster tasks send messages instead)
-        self.checkpoint_responder = CoordinatorCheckpointResponder(lambda: self.checkpoint_coordinator)
         self.job_parameters = dict(job_parameters or {})
         self.job_id = str(job_graph.get_job_id())
         self.job_name = job_graph.get_name()
@@ -249,8 +247,7 @@ class JobMaster:
             self._create_checkpoint_coordinator()
             tdds = self._tdds()
             for tdd in tdds:
-                self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state,
-                                                                 self.checkpoint_responder))
+                self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
         except BaseException as e:
             self.fail_deployment(e)
             return
@@ -274,6 +271,8 @@ class JobMaster:
             self.job_id, options, operators_of_job_graph(self.job_graph), self._checkpoint_tasks,
             create_checkpoint_storage(options.checkpoint_dir, self.job_id, options.savepoint_dir),
             self._checkpoint_timer, self._fail_on_checkpoint_failure)
+        # embedded tasks acknowledge by calling the coordinator (cluster tasks send messages)
+        self.task_executor.checkpoint_responder = CoordinatorCheckpointResponder(lambda: self.checkpoint_coordinator)
 
     def _checkpoint_tasks(self):
         """Every task with its state as recorded here (what the coordinator triggers and waits for)."""
@@ -415,8 +414,7 @@ class JobMaster:
             try:
                 self._create_coordinators()
                 for tdd in self._tdds():
-                    self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state,
-                                                                     self.checkpoint_responder))
+                    self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
             except BaseException as e:  # noqa: BLE001 - any deployment error fails the job
                 error = e
             else:

@@ -21,7 +21,7 @@ from rill.operators.source_operator import InputStatus
 from rill.operators.state_initializer import StreamTaskStateInitializer
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks
 from rill.runtime.checkpoint.barrier_handler import CheckpointBarrierHandler, create_barrier_handler
-from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException
+from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetaData, CheckpointOptions
 from rill.runtime.checkpoint.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
@@ -219,7 +219,11 @@ class StreamTask:
         if complete:
             coordinator.notify_checkpoint_complete(checkpoint_id)
         else:
+            self._checkpoint_aborted(checkpoint_id)
             coordinator.notify_checkpoint_aborted(checkpoint_id)
+
+    def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """Input side of an aborted checkpoint (a network task stops aligning on it)."""
 
     # -- input ------------------------------------------------------------------------------
     def init_input(self) -> None:
@@ -277,8 +281,9 @@ class _NetworkInputStreamTask(StreamTask):
         self._finished = [False] * len(self._gates)
         self._next_gate = 0
         self._suspension = None
-        #: created by the first barrier or cancellation marker (never without checkpoints)
+        #: created by the first barrier, in the mode the barrier says (never without checkpoints)
         self._barrier_handler: Optional[CheckpointBarrierHandler] = None
+        self._aborted_before_handler = 0  # the newest checkpoint given up before the first barrier
         for g, _ in self._gates:
             g.set_availability_listener(self._on_input_available)
 
@@ -345,16 +350,32 @@ class _NetworkInputStreamTask(StreamTask):
             elif isinstance(event, CheckpointBarrier):
                 self._barriers(event.options.alignment).process_barrier(event, gate, boe.channel_index)
             elif isinstance(event, CancelCheckpointMarker):
-                self._barriers(AlignmentType.ALIGNED).process_cancellation_barrier(event, gate, boe.channel_index)
+                self._process_cancellation_barrier(event, gate, boe.channel_index)
             # EndOfData needs no action yet
         except BaseException as e:
             attribute_error(e, self._head_name)
             raise
 
+    def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        if self._barrier_handler is not None:
+            self._barrier_handler.on_checkpoint_aborted(checkpoint_id)
+        else:
+            self._aborted_before_handler = max(self._aborted_before_handler, checkpoint_id)
+
+    def _process_cancellation_barrier(self, marker: CancelCheckpointMarker, gate, channel_index: int) -> None:
+        if self._barrier_handler is not None:
+            self._barrier_handler.process_cancellation_barrier(marker, gate, channel_index)
+        elif marker.checkpoint_id > self._aborted_before_handler:  # no barrier of it came yet
+            self._aborted_before_handler = marker.checkpoint_id
+            self.abort_checkpoint_on_barrier(marker.checkpoint_id, CheckpointException(
+                CheckpointFailureReason.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER))
+
     def _barriers(self, alignment: AlignmentType) -> CheckpointBarrierHandler:
         handler = self._barrier_handler
         if handler is None:  # the job's mode is the same for all its checkpoints
             handler = self._barrier_handler = create_barrier_handler(alignment, self, [g for g, _ in self._gates])
+            if self._aborted_before_handler:
+                handler.on_checkpoint_aborted(self._aborted_before_handler)
         return handler
 
     def _emit(self, inp: _LogicalInput, watermark: Optional[int], status) -> None:

@@ -15,10 +15,13 @@ import pytest
 
 from rill.common.checkpointing_options import CheckpointingMode
 from rill.common.co_functions import KeyedCoProcessFunction
-from rill.common.functions import KeyedProcessFunction, MapFunction
+from rill.common.functions import CheckpointListener, KeyedProcessFunction, MapFunction
+from rill.datastream.async_client import AsyncJobClient
 from rill.operators.checkpointed_function import CheckpointedFunction
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
+from rill.runtime.reporting import format_checkpoint_line, format_summary
 from rill.state import ListStateDescriptor, ValueStateDescriptor
+from rill.state.checkpoint.storage import create_checkpoint_storage
 
 KEYS = 5
 RESULT_TIMEOUT_S = 120
@@ -59,7 +62,7 @@ class Position(MapFunction, CheckpointedFunction):
         return value
 
 
-class Count(KeyedProcessFunction):
+class Count(KeyedProcessFunction, CheckpointListener):
     """Counts records per key; logs the checkpoint notifications it gets to ``log``."""
 
     def __init__(self, log: str = ""):
@@ -107,14 +110,17 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
     stats = client.get_checkpoint_stats()
     counts = stats.counts
     assert counts.number_of_completed_checkpoints >= 3
-    assert counts.number_of_failed_checkpoints == 0
     assert counts.number_of_in_progress_checkpoints == 0
-    assert counts.number_of_total_checkpoints == counts.number_of_completed_checkpoints
     total = counts.number_of_total_checkpoints
     assert [c.checkpoint_id for c in stats.history] == list(range(total, total - len(stats.history), -1))
-    assert stats.latest_completed.checkpoint_id == total
-    for c in stats.history:
-        assert c.status is CheckpointStatsStatus.COMPLETED
+    # only the last one may fail: triggered as the source finished (checkpoints after tasks
+    # finish, FLIP-147, are not built)
+    completed = [c for c in stats.history if c.status is CheckpointStatsStatus.COMPLETED]
+    assert completed == list(stats.history) or (
+        completed == list(stats.history[1:]) and counts.number_of_failed_checkpoints == 1
+        and stats.history[0].failure_message.startswith("Checkpoint was declined (task"))
+    assert stats.latest_completed.checkpoint_id == completed[0].checkpoint_id
+    for c in completed:
         assert c.number_of_subtasks == c.number_of_acknowledged_subtasks == 3  # source chain + 2 counters
         assert sorted((s.task_name, s.subtask_index) for s in c.subtask_stats) == [
             ("Count -> Sink: Unnamed", 0), ("Count -> Sink: Unnamed", 1),
@@ -122,11 +128,26 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
         assert all(s.sync_checkpoint_duration_ms >= 0 and s.async_checkpoint_duration_ms >= 0
                    for s in c.subtask_stats)
         assert c.end_to_end_duration_ms >= max(s.end_to_end_duration_ms for s in c.subtask_stats)
-    # both counting subtasks hear of completed checkpoints, in order; never of an aborted one
-    lines = _log_lines(log)
-    assert lines and all(line.startswith("complete ") for line in lines)
-    notified = [int(line.split()[1]) for line in lines]
-    assert set(notified) <= set(range(1, total + 1))
+    summary = stats.summary  # over every completed checkpoint, not only the history's
+    assert summary.end_to_end_duration_ms.count == counts.number_of_completed_checkpoints
+    assert summary.sync_checkpoint_duration_ms.count == 3 * counts.number_of_completed_checkpoints
+    assert summary.end_to_end_duration_ms.maximum >= max(c.end_to_end_duration_ms for c in completed)
+    latest = stats.latest_completed
+    assert format_checkpoint_line(stats) == (
+        f"Checkpoints: {counts.number_of_completed_checkpoints} completed, {counts.number_of_failed_checkpoints} "
+        f"failed, 0 in progress; latest #{latest.checkpoint_id}: "
+        f"{latest.end_to_end_duration_ms} ms, {latest.state_size_bytes:,} bytes, "
+        f"sync {latest.sync_checkpoint_duration_ms:.1f} ms, async {latest.async_checkpoint_duration_ms:.1f} ms, "
+        f"alignment {latest.alignment_duration_ms:.1f} ms")
+    assert format_checkpoint_line(stats) in format_summary(client).split("\n")
+    # the counting subtasks hear of completed checkpoints, and of an aborted one only as aborted
+    heard = {}
+    for line in _log_lines(log):
+        kind, cid = line.split()
+        heard.setdefault(kind, set()).add(int(cid))
+    failed = {c.checkpoint_id for c in stats.history if c.status is CheckpointStatsStatus.FAILED}
+    assert heard["complete"] and heard["complete"] <= set(range(1, total + 1)) - failed
+    assert heard.get("aborted", set()) <= failed
 
 
 @pytest.mark.embedded_only("reads the completed checkpoints in the JobMaster of this process")
@@ -212,12 +233,87 @@ def test_at_least_once_does_not_block_the_early_channel(env):
     assert len(checkpoints) >= 3
     ahead = 0
     for fast_position, slow_position, a, b in checkpoints:
-        assert b == _prefix_counts(slow_position)  # the last barrier came from the slow input
-        expected = _prefix_counts(fast_position)
-        assert all(a.get(k, 0) >= n for k, n in expected.items())
+        for position, counts in ((fast_position, a), (slow_position, b)):
+            assert all(counts.get(k, 0) >= n for k, n in _prefix_counts(position).items())
         ahead += sum(a.values()) > fast_position
     # records the fast input sent after its barrier were counted before the snapshot
     assert ahead >= 1
+
+
+class LoggedPosition(Position):
+    """A Position that logs ``<name> <checkpoint id> <position>`` at every snapshot."""
+
+    def __init__(self, delay_s, log, name):
+        super().__init__(delay_s)
+        self.position_log, self.name = log, name
+
+    def snapshot_state(self, context):
+        super().snapshot_state(context)
+        with open(self.position_log, "a") as f:
+            f.write(f"{self.name} {context.get_checkpoint_id()} {self.n}\n")
+
+
+class LoggedTwoInputCount(KeyedCoProcessFunction, CheckpointedFunction):
+    """Counts per input and key, and logs the counts it holds at every snapshot (what the
+    snapshot of its keyed state holds, written from the task's process in both modes)."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def initialize_state(self, context):
+        self.counts = {"a": {}, "b": {}}
+
+    def snapshot_state(self, context):
+        with open(self.log, "a") as f:
+            f.write(f"counts {context.get_checkpoint_id()} {self.counts!r}\n")
+
+    def _count(self, name, value):
+        c = self.counts[name]
+        c[value % KEYS] = c.get(value % KEYS, 0) + 1
+        return iter(())
+
+    def process_element1(self, value, ctx):
+        return self._count("a", value)
+
+    def process_element2(self, value, ctx):
+        return self._count("b", value)
+
+
+@pytest.mark.parametrize("mode", [CheckpointingMode.EXACTLY_ONCE, CheckpointingMode.AT_LEAST_ONCE])
+def test_alignment_across_processes(env, tmp_path, mode):
+    """The two-input job of the tests above, checked through what the functions see at their
+    snapshots, so that the cluster's remote channels are aligned too."""
+    log = str(tmp_path / "snapshots")
+    _configure(env, interval_ms=60, mode=mode)
+    fast = env.from_collection(list(range(3000))).map(LoggedPosition(0.0002, log, "a")).name("FastPosition")
+    slow = env.from_collection(list(range(300))).map(LoggedPosition(0.004, log, "b")).name("SlowPosition")
+    (fast.connect(slow).key_by(lambda i: i % KEYS, lambda i: i % KEYS).process(LoggedTwoInputCount(log))
+     .name("Count").add_sink(lambda v: None))
+    client = env.execute_async("two inputs")
+    client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    completed = [c.checkpoint_id for c in client.get_checkpoint_stats().history
+                 if c.status is CheckpointStatsStatus.COMPLETED]
+    assert len(completed) >= 3
+    positions, counts = {}, {}
+    for line in _log_lines(Path(log)):
+        kind, cid, rest = line.split(" ", 2)
+        if kind == "counts":
+            counts[int(cid)] = eval(rest)  # noqa: S307 - our own repr of two dicts of ints
+        else:
+            positions[(kind, int(cid))] = int(rest)
+    ahead = 0
+    for cid in completed:
+        for name in ("a", "b"):
+            expected = _prefix_counts(positions[(name, cid)])
+            if mode is CheckpointingMode.EXACTLY_ONCE:
+                assert counts[cid][name] == expected, f"checkpoint {cid}, input {name}"
+            else:  # every record before the barrier is in, maybe some after it
+                assert all(counts[cid][name].get(k, 0) >= n for k, n in expected.items())
+        ahead += sum(counts[cid]["a"].values()) > positions[("a", cid)]
+    if mode is CheckpointingMode.AT_LEAST_ONCE:  # the fast input was not held back
+        assert ahead >= 1
+    else:
+        assert ahead == 0
 
 
 def _slow_downstream_job(env, log, position_log=""):
@@ -252,6 +348,43 @@ def test_failed_checkpoints_beyond_the_tolerable_number_fail_the_job(env, tmp_pa
     text = f"{info.value} {info.value.__cause__}"
     assert "Exceeded checkpoint tolerable failure threshold." in text
     assert client.get_checkpoint_stats().counts.number_of_failed_checkpoints == 1
+
+
+@pytest.mark.parametrize("min_pause_ms", [0, 150])
+def test_one_checkpoint_at_a_time_and_the_minimum_pause_between_them(env, min_pause_ms):
+    _configure(env, interval_ms=10, **{"execution.checkpointing.min-pause": f"{min_pause_ms} ms",
+                                       "execution.checkpointing.num-retained": 1000})
+    _counting_job(env, 600, 0.002)
+    client = env.execute_async("pauses")
+    client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    history = list(reversed(client.get_checkpoint_stats().history))  # oldest first
+    # the last one may have been triggered just before the source finished
+    assert all(c.status is CheckpointStatsStatus.COMPLETED or c.failure_message.startswith(
+        "Checkpoint was declined (task is closing)") for c in history)
+    completed = [c for c in history if c.status is CheckpointStatsStatus.COMPLETED]
+    assert len(completed) >= 3
+    for earlier, later in zip(completed, completed[1:]):
+        # ms clocks: trigger and completion times are rounded down to the ms (2 ms of slack)
+        assert later.trigger_timestamp + 2 >= earlier.trigger_timestamp + earlier.end_to_end_duration_ms + min_pause_ms
+
+
+class FailingSnapshot(Position):
+    def snapshot_state(self, context):
+        raise ValueError("cannot snapshot")
+
+
+def test_a_declined_checkpoint_counts_as_a_failure(env):
+    _configure(env, interval_ms=50)
+    (env.from_collection(list(range(300))).map(FailingSnapshot(0.002)).name("Declines")
+     .add_sink(lambda v: None))
+    client = env.execute_async("declines")
+    with pytest.raises(Exception) as info:
+        client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    assert "Exceeded checkpoint tolerable failure threshold." in f"{info.value} {info.value.__cause__}"
+    failed = client.get_checkpoint_stats().latest_failed
+    assert failed.checkpoint_id == 1
+    assert failed.failure_message.startswith("Checkpoint was declined. Source: Collection Source -> Declines -> Sink: Unnamed (1/1): "
+                                             "ValueError: cannot snapshot")
 
 
 class FailAfterSnapshot(Position):
@@ -297,3 +430,44 @@ def test_unaligned_checkpoints_are_refused_when_the_job_starts(env):
     _counting_job(env, 10, 0)
     with pytest.raises(Exception, match="Unaligned checkpoints .* are not built yet"):
         env.execute_async("unaligned").get_job_execution_result().result(RESULT_TIMEOUT_S)
+
+
+async def test_the_async_client_gives_the_checkpoint_stats(env):
+    _configure(env)
+    _counting_job(env, 300, 0.002)
+    client = await AsyncJobClient.execute(env, "async stats")
+    await client.get_job_execution_result()
+    stats = await client.get_checkpoint_stats()
+    assert stats == client.job_client.get_checkpoint_stats()
+    assert stats.counts.number_of_completed_checkpoints >= 1
+
+
+def test_checkpoints_in_a_directory_keep_the_retained_ones_and_read_back(env, tmp_path):
+    """With ``execution.checkpointing.dir`` the tasks write Parquet files in their own
+    processes and the JobMaster finalizes ``chk-<n>``; the newest ``num-retained`` stay, each
+    read back from its directory with the counts of the records before its barrier."""
+    directory = tmp_path / "checkpoints"
+    _configure(env, **{"execution.checkpointing.dir": str(directory), "execution.checkpointing.num-retained": 2})
+    _counting_job(env, 600, 0.002)
+    client = env.execute_async("checkpoints in files")
+    client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    stats = client.get_checkpoint_stats()
+    completed = [c.checkpoint_id for c in stats.history if c.status is CheckpointStatsStatus.COMPLETED]
+    assert len(completed) >= 3
+    job_dir = directory / client.get_job_id()
+    # the two newest completed ones stay; an aborted one (the source finishing) left nothing
+    assert sorted(p.name for p in job_dir.iterdir() if p.name.startswith("chk-")) == sorted(
+        f"chk-{n}" for n in completed[:2])
+    assert stats.latest_completed.external_path.rstrip("/").endswith(f"chk-{completed[0]}")
+    assert stats.latest_completed.state_size_bytes > 0
+    for n in completed[:2]:
+        metadata = create_checkpoint_storage(str(directory), client.get_job_id()).resolve_checkpoint(
+            str(job_dir / f"chk-{n}"))
+        assert metadata.checkpoint_id == n
+        ops = {op.name: op for op in metadata.operator_states.values()}
+        (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
+        counts = {}
+        for handle in ops["Count"].subtask_states.values():
+            for per_state in handle.read().keyed_state[0].key_groups.values():
+                counts.update((key, value) for key, _ns, value in per_state.get("count", ()))
+        assert counts == _prefix_counts(position), f"checkpoint {n} at position {position}"
