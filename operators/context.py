@@ -41,6 +41,9 @@ class StreamOperatorContext:
     :param restored: whether the state services were restored from a snapshot (Flink's
         ``StreamOperatorStateContext.isRestored``); set by the ``StreamTaskStateInitializer``.
     :param restored_checkpoint_id: the id of the checkpoint restored from, if known.
+    :param checkpointing_enabled: whether the job takes checkpoints (Flink's
+        ``StreamingRuntimeContext.isCheckpointingEnabled``); two-phase-commit sinks commit at
+        the end of input only without (``FileSinkOperator``). Set by the runtime.
     """
 
     task_name: str
@@ -66,6 +69,7 @@ class StreamOperatorContext:
     operator_state_backend: Any = None
     restored: bool = False
     restored_checkpoint_id: Optional[int] = None
+    checkpointing_enabled: bool = False
 
     @property
     def task_name_with_subtasks(self) -> str:

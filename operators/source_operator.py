@@ -3,18 +3,48 @@
 The task's mailbox default action calls :meth:`SourceOperator.emit_next` which emits at most
 one batch and says whether more input is available, so mails (timers, checkpoints, cancel)
 run between batches and a source never monopolizes its task thread.
+
+Checkpoints (Flink's ``SourceOperator.snapshotState`` / ``initializeState``). The operator
+keeps the split it reads with the number of its records emitted so far (counted per batch)
+and, at a snapshot, stores every unfinished split it holds as ``(split bytes, records
+emitted)`` in the list state ``"SourceReaderState"`` (split bytes: the source's split
+serializer in ``write_version_and_serialize`` layout). A restored operator reads those splits
+first, each from where it stopped (``SourceReader.read_from``), then asks the coordinator for
+more. Split-level redistribution on rescaling comes from the list state's.
+
+Splits and coordinator checkpoints. A split the coordinator hands out after it snapshotted
+checkpoint ``n`` (``SourceCoordinator.snapshot_state``) is still in the enumerator's state of
+``n``; so that it is not also in this reader's state of ``n`` nor read before barrier ``n``,
+the operator holds such a split (reports ``NOTHING_AVAILABLE``) until it took its own snapshot
+``n`` or heard that ``n`` completed or was aborted: Flink holds the coordinator's events
+(``OperatorCoordinatorHolder``'s valve) for the same reason. The coordinator stamps each
+assignment with the id of its latest checkpoint (``SourceCoordinator.assign_split``; in
+cluster mode the ``coordinator_checkpoint_id`` of the ``AddSplitEvent``).
+
+Cluster mode needs one more thing of the runtime: an ``AddSplitEvent`` the coordinator sent
+before its snapshot of ``n`` must reach the operator before the task's own snapshot ``n``
+(Flink's coordinator gateway guarantees the same); otherwise that split is in neither state.
+The answer arrives as a mail, so the runtime must not let the checkpoint mail overtake it
+(deliver split answers at checkpoint priority, or hold the trigger until outstanding answers
+are delivered). Embedded mode answers synchronously and needs nothing.
 """
 
 from __future__ import annotations
 
 import enum
-from typing import Any, Iterator, List, Optional
+from collections import deque
+from typing import Any, Deque, Dict, Iterator, List, Optional, Tuple
 
+from rill.common.connector.source import read_version_and_deserialize, write_version_and_serialize
 from rill.operators.base import AbstractStreamOperator, ChainingStrategy
 from rill.common.streamrecord import MAX_WATERMARK
+from rill.state.descriptors import ListStateDescriptor
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks, TimestampsAndWatermarks
 
-__all__ = ["SourceOperator", "InputStatus"]
+__all__ = ["SourceOperator", "InputStatus", "SPLITS_STATE_NAME"]
+
+#: The list state of the reader's splits (Flink's ``SourceOperator.SPLITS_STATE_DESC`` name).
+SPLITS_STATE_NAME = "SourceReaderState"
 
 
 class InputStatus(enum.Enum):
@@ -42,6 +72,9 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
     one generator per source subtask, not per split (a reader reads its splits one after the
     other, so per-split generators would not hold the watermark back any differently).
     ``no_watermarks()`` without a timestamp assigner is the same as no strategy.
+
+    Checkpointing: see the module docstring; whether the source can replay at all is
+    ``source.supports_replay``, which the runtime checks before it allows EXACTLY_ONCE.
     """
 
     chaining_strategy = ChainingStrategy.HEAD
@@ -54,8 +87,56 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
         self._finished = False
         # an asynchronous coordinator (cluster mode) answers with an AddSplitEvent mail
         self._split_requested = False
-        self._arrived_split: Optional[tuple] = None
         self._timestamps_and_watermarks = None
+        # [split, records emitted] of the split being read; restored splits not started yet
+        self._current: Optional[List[Any]] = None
+        self._restored_splits: Deque[Tuple[Any, int]] = deque()
+        # the coordinator's last answer, (split or None, its checkpoint stamp), not started:
+        # held while this reader has not snapshotted the checkpoint it is stamped with
+        self._held: Optional[Tuple[Any, int]] = None
+        self._last_checkpoint_id = 0
+        self._splits_state = None
+
+    def initialize_state(self) -> None:
+        """Register ``"SourceReaderState"`` and queue the restored splits with their positions
+        (Flink's ``SourceOperator.initializeState``; the reader gets them before it asks the
+        coordinator)."""
+        super().initialize_state()
+        self._splits_state = self.operator_state_backend.get_list_state(ListStateDescriptor(SPLITS_STATE_NAME))
+        if self.is_restored():
+            serializer = self.source.get_split_serializer()
+            for data, emitted in self._splits_state.get():
+                self._restored_splits.append((read_version_and_deserialize(serializer, data), emitted))
+            self._last_checkpoint_id = self.restored_checkpoint_id or 0
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int) -> Dict[str, Tuple[str, List[Any]]]:
+        """Store the unfinished splits with their positions in ``"SourceReaderState"`` (Flink's
+        ``SourceReader.snapshotState``), then snapshot the operator state; releases a split held
+        for this checkpoint (see the module docstring)."""
+        serializer = self.source.get_split_serializer()
+        positions = list(self._restored_splits)
+        if self._current is not None:
+            positions.insert(0, tuple(self._current))
+        held = self._held
+        if held is not None and checkpoint_id > held[1]:
+            positions.append((held[0], 0))
+        self._splits_state.update([(write_version_and_serialize(serializer, split), emitted)
+                                   for split, emitted in positions])
+        self._advance_checkpoint(checkpoint_id)
+        return super().snapshot_state(checkpoint_id, timestamp)
+
+    def notify_checkpoint_complete(self, checkpoint_id: int) -> None:
+        """A completed checkpoint releases a split held for it (or an earlier one)."""
+        super().notify_checkpoint_complete(checkpoint_id)
+        self._advance_checkpoint(checkpoint_id)
+
+    def notify_checkpoint_aborted(self, checkpoint_id: int) -> None:
+        """An aborted checkpoint is never restored: a split held for it is released."""
+        super().notify_checkpoint_aborted(checkpoint_id)
+        self._advance_checkpoint(checkpoint_id)
+
+    def _advance_checkpoint(self, checkpoint_id: int) -> None:
+        self._last_checkpoint_id = max(self._last_checkpoint_id, checkpoint_id)
 
     def open(self) -> None:
         strategy = self.watermark_strategy
@@ -77,16 +158,19 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
             return InputStatus.END_OF_INPUT
         while True:
             if self._batches is None:
-                coordinator = self.context.operator_coordinator
-                if getattr(coordinator, "asynchronous", False):
-                    if self._arrived_split is None:
-                        if not self._split_requested:
-                            self._split_requested = True
-                            coordinator.request_split_async(self.context.subtask_index, self._on_split_event)
+                if self._restored_splits:
+                    split, emitted = self._restored_splits.popleft()
+                    self._start(split, emitted)
+                    continue
+                if self._held is None:
+                    assignment = self._next_assignment()
+                    if assignment is None:
                         return InputStatus.NOTHING_AVAILABLE
-                    (split,), self._arrived_split = self._arrived_split, None
-                else:
-                    split = coordinator.request_split(self.context.subtask_index)
+                    self._held = assignment
+                split, stamp = self._held
+                if split is not None and stamp > self._last_checkpoint_id:
+                    return InputStatus.NOTHING_AVAILABLE
+                self._held = None
                 if split is None:
                     self._finished = True
                     if self._timestamps_and_watermarks is not None:
@@ -94,28 +178,48 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
                     else:
                         self.output.emit_watermark(MAX_WATERMARK)
                     return InputStatus.END_OF_INPUT
-                self._batches = iter(self._reader.read(split))
+                self._start(split, 0)
             batch = next(self._batches, None)
             if batch is None:
                 self._batches = None
+                self._current = None
                 continue
             if not batch:
                 return InputStatus.NOTHING_AVAILABLE
+            self._current[1] += len(batch)
             if self._timestamps_and_watermarks is None:
                 self.output.collect_batch(batch, None)
             else:
                 self._timestamps_and_watermarks.emit_batch(batch, None)
             return InputStatus.MORE_AVAILABLE
 
-    def _on_split_event(self, split: Any, error: Optional[BaseException] = None) -> None:
+    def _start(self, split: Any, emitted: int) -> None:
+        self._current = [split, emitted]
+        self._batches = iter(self._reader.read_from(split, emitted) if emitted else self._reader.read(split))
+
+    def _next_assignment(self) -> Optional[Tuple[Any, int]]:
+        """``(split or None at the end, coordinator checkpoint stamp)``, or ``None`` while an
+        asynchronous coordinator has not answered."""
+        coordinator = self.context.operator_coordinator
+        if getattr(coordinator, "asynchronous", False):
+            if not self._split_requested:
+                self._split_requested = True
+                coordinator.request_split_async(self.context.subtask_index, self._on_split_event)
+            return None  # the answer's mail sets _held
+        return coordinator.assign_split(self.context.subtask_index)
+
+    def _on_split_event(self, split: Any, error: Optional[BaseException] = None,
+                        coordinator_checkpoint_id: int = 0) -> None:
         """Any thread: the coordinator's answer, handed to the task thread as a mail (Flink's
         ``AddSplitEvent`` / ``NoMoreSplitsEvent``, ``split`` is ``None`` for the latter). An
-        ``error`` (the enumerator failed) is raised by the mail and fails the task."""
+        ``error`` (the enumerator failed) is raised by the mail and fails the task.
+        ``coordinator_checkpoint_id``: the coordinator's latest checkpoint when it assigned the
+        split (``SourceCoordinator.assign_split``); 0 when it has taken none."""
         def add_split() -> None:
             if error is not None:
                 raise error
             self._split_requested = False
-            self._arrived_split = (split,)
+            self._held = (split, coordinator_checkpoint_id)
 
         self.context.mailbox_executor.execute(add_split, "AddSplitEvent")
 

@@ -197,7 +197,7 @@ def pytest_configure(config):
                    "only in the embedded mode of the ``env`` fixture (the reason says which)")
     config.addinivalue_line(
         "markers", "spark: the test reads files with a real local SparkSession (the session-scoped "
-                   "``spark`` fixture; pyspark from the ``spark`` extra). Select with -m spark")
+                   "``spark`` fixture; pyspark is in the ``test`` extra). Select with -m spark")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -297,9 +297,8 @@ _JAVA_17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 def spark(tmp_path_factory):
     """One local SparkSession (``local[1]``, UTC session time zone, warnings only) shared by every
     Spark test of the run, stopped at its end. Starting one takes ~10 s: keep Spark tests on
-    this fixture. Skips when pyspark (``pip install -e '.[spark]'``) is not installed."""
-    pytest.importorskip("pyspark")
-    from pyspark.sql import SparkSession
+    this fixture. pyspark is in the ``test`` extra: a missing one fails, it never skips."""
+    from pyspark.sql import SparkSession  # noqa: PLC0415 - only the Spark tests start a JVM
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable

@@ -8,8 +8,18 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "AssignerWithPeriodicWatermarksWrapper": "rill.common.watermark_strategy",
+    "CompletableFuture": "rill.common.completable_future",
+    "ConfigOption": "rill.common.configuration",
+    "InputDependencyConstraint": "rill.common.input_dependency_constraint",
+    "Instant": "rill.common.time",
+    "JobClient": "rill.runtime.job_client",
+    "JobID": "rill.graph.job_graph",
+    "TypeSerializer": "rill.common.serializer",
     "Configuration": "rill.common.configuration",
     "ConfigOptions": "rill.common.configuration",
+    "ByteArraySchema": "rill.common.serialization",
+    "DeserializationSchema": "rill.common.serialization",
     "Duration": "rill.common.time",
     "Encoder": "rill.common.serialization",
     "ExecutionConfig": "rill.common.execution_config",
@@ -17,6 +27,7 @@ _EXPORTS = {
     "JobExecutionResult": "rill.common.job_execution_result",
     "JobStatus": "rill.graph.states",
     "Row": "rill.common.row",
+    "SerializationSchema": "rill.common.serialization",
     "RowKind": "rill.common.row",
     "SimpleStringSchema": "rill.common.serialization",
     "Time": "rill.common.time",

@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, Generic, Iterable, Optional, TypeVar
 
 __all__ = [
     "Function",
+    "SourceFunction",
     "MapFunction",
     "FlatMapFunction",
     "FilterFunction",
@@ -220,6 +221,45 @@ class Partitioner(Function, Generic[KEY]):
 
     @abc.abstractmethod
     def partition(self, key: Any, num_partitions: int) -> int: ...
+
+
+class SourceFunction(Function, Generic[OUT]):
+    """A legacy source (Flink's ``SourceFunction``, reached through ``env.add_source``):
+    :meth:`run` emits records through ``ctx.collect`` until its input ends (it returns) or
+    :meth:`cancel` is called, after which it must return soon. It runs in a thread of its own,
+    as Flink's ``LegacySourceFunctionThread``; ``collect`` blocks while the job is
+    backpressured. It is non-parallel (parallelism 1).
+
+    Rill difference: PyFlink's ``SourceFunction`` wraps a Java source (``SourceFunction(
+    "com.x.MySource")``); Rill's is implemented in Python. ``ctx.collect_with_timestamp`` and
+    ``ctx.emit_watermark`` raise ``NotImplementedError`` (records of Rill's sources carry no
+    timestamps: assign them with ``assign_timestamps_and_watermarks``); ``open`` / ``close`` are
+    not called, as Rill's sources have no ``RuntimeContext``.
+    """
+
+    class SourceContext(abc.ABC):
+        """What :meth:`SourceFunction.run` emits through."""
+
+        @abc.abstractmethod
+        def collect(self, element: Any) -> None: ...
+
+        @abc.abstractmethod
+        def collect_with_timestamp(self, element: Any, timestamp: int) -> None: ...
+
+        @abc.abstractmethod
+        def emit_watermark(self, watermark: Any) -> None: ...
+
+        @abc.abstractmethod
+        def mark_as_temporarily_idle(self) -> None: ...
+
+        @abc.abstractmethod
+        def get_checkpoint_lock(self) -> Any: ...
+
+    @abc.abstractmethod
+    def run(self, ctx: "SourceFunction.SourceContext") -> None: ...
+
+    @abc.abstractmethod
+    def cancel(self) -> None: ...
 
 
 class SinkFunction(Function, Generic[IN]):

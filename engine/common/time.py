@@ -19,7 +19,7 @@ import functools
 from typing import Any
 
 __all__ = [
-    "to_milliseconds","Duration", "Time"]
+    "to_milliseconds","Duration", "Time", "Instant"]
 
 _MS_PER_SECOND = 1000
 _MS_PER_MINUTE = 60 * _MS_PER_SECOND
@@ -185,3 +185,50 @@ def to_milliseconds(value: Any, what: str) -> int:
         f"{what} must be an int number of milliseconds, a datetime.timedelta or an object with "
         f"to_milliseconds(), got {value!r} of type {type(value).__name__}"
     )
+
+
+class Instant:
+    """A point on the time line: ``seconds`` since the epoch and ``nanos`` (0..999,999,999)
+    within the second (Java's ``java.time.Instant``; PyFlink's ``Instant``, which PyFlink
+    uses as the value of ``Types.INSTANT()``; Rill's checkpoint columns take an aware
+    ``datetime`` for INSTANT, see ``rill.state.checkpoint.arrow_types``). Equal when both parts
+    are; ordered; hashable.
+
+    :raises ValueError: if ``nanos`` is outside 0..999,999,999 or a part is not an int.
+    """
+
+    __slots__ = ("seconds", "nanos")
+
+    def __init__(self, seconds: int, nanos: int):
+        if isinstance(seconds, bool) or not isinstance(seconds, int) or isinstance(nanos, bool) \
+                or not isinstance(nanos, int) or not 0 <= nanos < 1_000_000_000:
+            raise ValueError(f"Instant: seconds must be an int and nanos an int in 0..999999999, "
+                             f"got {seconds!r}, {nanos!r}")
+        self.seconds = seconds
+        self.nanos = nanos
+
+    def to_epoch_milli(self) -> int:
+        """Epoch ms, rounded down (toward the past, as Java's ``toEpochMilli``)."""
+        return self.seconds * 1000 + self.nanos // 1_000_000
+
+    @staticmethod
+    def of_epoch_milli(epoch_milli: int) -> "Instant":
+        """The instant ``epoch_milli`` ms after the epoch (negative: before)."""
+        return Instant(epoch_milli // 1000, epoch_milli % 1000 * 1_000_000)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Instant) and (self.seconds, self.nanos) == (other.seconds, other.nanos)
+
+    def __lt__(self, other: "Instant") -> bool:
+        if not isinstance(other, Instant):
+            return NotImplemented
+        return (self.seconds, self.nanos) < (other.seconds, other.nanos)
+
+    def __hash__(self) -> int:
+        return hash((self.seconds, self.nanos))
+
+    def __reduce__(self):
+        return Instant, (self.seconds, self.nanos)
+
+    def __repr__(self) -> str:
+        return f"Instant<{self.seconds}, {self.nanos}>"

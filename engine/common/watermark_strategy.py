@@ -38,9 +38,11 @@ from typing import Any, Callable, Optional, Union
 
 from rill.common import eventtime as g
 from rill.common.eventtime import WatermarkGenerator, WatermarkOutput, WatermarksWithIdleness
+from rill.common.streamrecord import Watermark
 from rill.common.time import Duration
 
-__all__ = ["WatermarkStrategy", "TimestampAssigner", "WatermarkAlignmentParams"]
+__all__ = ["WatermarkStrategy", "TimestampAssigner", "WatermarkAlignmentParams",
+           "AssignerWithPeriodicWatermarksWrapper"]
 # WatermarkGenerator and WatermarkOutput (rill.common.eventtime) are reachable here too, as in
 # PyFlink's watermark_strategy module.
 
@@ -340,3 +342,59 @@ class WatermarkStrategy:
             parts.append(f"with_watermark_alignment({a.watermark_group!r}, Duration.of_millis("
                          f"{a.max_allowed_watermark_drift_ms}), Duration.of_millis({a.update_interval_ms}))")
         return ".".join(parts)
+
+
+class _PeriodicAssignerGenerator(WatermarkGenerator):
+    """Asks a legacy assigner for its watermark on every periodic emit (Flink's
+    ``AssignerWithPeriodicWatermarksAdapter``); events reach the assigner through
+    ``extract_timestamp`` only."""
+
+    def __init__(self, assigner: Any):
+        self._assigner = assigner
+
+    def on_event(self, event: Any, event_timestamp: int, output: WatermarkOutput) -> None:
+        pass
+
+    def on_periodic_emit(self, output: WatermarkOutput) -> None:
+        watermark = self._assigner.get_current_watermark()
+        if watermark is not None:
+            output.emit_watermark(Watermark(watermark))
+
+    def get_batch_handler(self):
+        return _ignore_batch
+
+
+def _ignore_batch(values, timestamps, max_timestamp, output) -> None:
+    """The legacy assigner saw the batch's records in ``extract_timestamp`` already."""
+
+
+class _PeriodicAssignerSupplier:
+    def __init__(self, assigner: Any):
+        self.assigner = assigner
+
+    def __call__(self) -> _PeriodicAssignerGenerator:
+        return _PeriodicAssignerGenerator(self.assigner)
+
+
+class AssignerWithPeriodicWatermarksWrapper(WatermarkStrategy):
+    """A legacy periodic assigner as a ``WatermarkStrategy`` (Flink's
+    ``AssignerWithPeriodicWatermarksAdapter.Strategy``; PyFlink's
+    ``AssignerWithPeriodicWatermarksWrapper``, which wraps a Java one).
+
+    ``assigner`` has Flink's ``AssignerWithPeriodicWatermarks`` methods:
+    ``extract_timestamp(element, record_timestamp) -> int`` (epoch ms), called per record, and
+    ``get_current_watermark() -> Optional[int]`` (epoch ms, or ``None`` for no watermark yet),
+    called every ``auto_watermark_interval_ms``. Each parallel instance gets its own copy of the
+    assigner, used for both. Pass it wherever a ``WatermarkStrategy`` goes
+    (``assign_timestamps_and_watermarks``, ``from_source``).
+
+    :raises TypeError: if ``assigner`` lacks one of the two methods.
+    """
+
+    def __init__(self, assigner: Any):
+        for method in ("extract_timestamp", "get_current_watermark"):
+            if not callable(getattr(assigner, method, None)):
+                raise TypeError(f"AssignerWithPeriodicWatermarksWrapper: {assigner!r} has no {method}() "
+                                f"(an AssignerWithPeriodicWatermarks has extract_timestamp and "
+                                f"get_current_watermark)")
+        super().__init__(_PeriodicAssignerSupplier(assigner), False, assigner)

@@ -8,6 +8,14 @@ from importlib import import_module
 from typing import Any
 
 _EXPORTS = {
+    "Window": "rill.operators.windowing",
+    "TimeWindow": "rill.operators.windowing",
+    "CountWindow": "rill.operators.windowing",
+    "GlobalWindow": "rill.operators.windowing",
+    "WindowAssigner": "rill.operators.windowing",
+    "MergingWindowAssigner": "rill.operators.windowing",
+    "TriggerResult": "rill.operators.windowing",
+    "Trigger": "rill.operators.windowing",
     "AsyncDataStream": "rill.datastream.async_data_stream",
     "AsyncJobClient": "rill.datastream.async_client",
     "AsyncFunction": "rill.datastream.async_functions",
@@ -41,6 +49,9 @@ _EXPORTS = {
     "ReduceFunction": "rill.common.functions",
     "RuntimeContext": "rill.common.functions",
     "SinkFunction": "rill.common.functions",
+    "SlotSharingGroup": "rill.common.slot_sharing_group",
+    "MemorySize": "rill.common.memory_size",
+    "SourceFunction": "rill.common.functions",
     "CheckpointListener": "rill.common.functions",
     "TimerService": "rill.common.functions",
     "OutputTag": "rill.datastream.output_tag",

@@ -9,6 +9,7 @@ return the stream, as in PyFlink.
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Union
 
 from rill.datastream import functions as F
@@ -24,9 +25,13 @@ from rill.graph.transformations import (
 )
 from rill.network import partitioner as P
 from rill import operators as ops
+from rill.common.slot_sharing_group import SlotSharingGroup
+from rill.datastream.connectors.base import Sink
 from rill.common.watermark_strategy import WatermarkStrategy
 from rill.operators.collect_sink import CollectSinkOperator, register_channel, release_channel
+from rill.operators.compacting_file_sink import CompactingFileSinkOperator
 from rill.operators.file_sink import FileSinkOperator
+from rill.operators.sink_writer_operator import SinkWriterOperator
 from rill.operators.print_sink import PrintSinkOperator
 from rill.operators.watermark import TimestampsAndWatermarksOperator
 from rill.operators.base import ChainingStrategy
@@ -37,7 +42,26 @@ if TYPE_CHECKING:  # pragma: no cover
     from rill.datastream.stream_execution_environment import StreamExecutionEnvironment
     from rill.datastream.windowed_stream import AllWindowedStream, WindowedStream
 
-__all__ = ["DataStream", "KeyedStream", "DataStreamSink", "CloseableIterator"]
+__all__ = ["DataStream", "KeyedStream", "DataStreamSink", "CloseableIterator", "ConnectedStreams",
+           "BroadcastStream", "BroadcastConnectedStream", "WindowedStream"]
+
+#: PyFlink's ``pyflink.datastream.data_stream`` also holds these; Rill defines them in modules
+#: that import this one, so they are resolved on first access (PEP 562)
+_DEFINED_ELSEWHERE = {
+    "ConnectedStreams": "rill.datastream.connected_streams",
+    "BroadcastStream": "rill.datastream.connected_streams",
+    "BroadcastConnectedStream": "rill.datastream.connected_streams",
+    "WindowedStream": "rill.datastream.windowed_stream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _DEFINED_ELSEWHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rill.datastream.data_stream' has no attribute '{name}'")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 class _OperatorSettings:
@@ -90,11 +114,23 @@ class _OperatorSettings:
         self._physical("The max parallelism").set_max_parallelism(max_parallelism)
         return self
 
-    def slot_sharing_group(self, slot_sharing_group: str) -> "DataStream":
-        name = getattr(slot_sharing_group, "name", slot_sharing_group)
+    def slot_sharing_group(self, slot_sharing_group: Union[str, SlotSharingGroup]) -> "DataStream":
+        """Put this operator in the slot sharing group of that name (Flink's ``slotSharingGroup``);
+        a :class:`SlotSharingGroup` with resources also registers them for its name in the
+        StreamGraph and JobGraph (``slot_sharing_group_resources``).
+
+        :raises ValueError: for an empty or non-string name.
+        """
+        resources = None
+        if isinstance(slot_sharing_group, SlotSharingGroup):
+            name, resources = slot_sharing_group.get_name(), slot_sharing_group.resource_spec
+        else:
+            name = slot_sharing_group
         if not isinstance(name, str) or not name:
             raise ValueError(f"A slot sharing group must be a non-empty string, got {slot_sharing_group!r}")
-        self._physical("A slot sharing group").slot_sharing_group = name
+        t = self._physical("A slot sharing group")
+        t.slot_sharing_group = name
+        t.slot_sharing_group_resources = resources
         return self
 
     def start_new_chain(self) -> "DataStream":
@@ -310,18 +346,25 @@ class DataStream(_OperatorSettings):
         return self._sink("Print to Std. Out", PrintSinkOperator(sink_identifier))
 
     def add_sink(self, sink_func: Union[Callable[[Any], None], F.SinkFunction]) -> "DataStreamSink":
+        """A sink calling ``sink_func`` per record (a ``SinkFunction`` or a callable), or a
+        ``StreamingFileSink`` (Flink's legacy file sink, written as ``FileSink`` writes)."""
+        if isinstance(sink_func, Sink):
+            return self._sink("Unnamed", _sink_operator(sink_func)[1])
         fn = F.wrap(sink_func, F.SinkFunction, "DataStream.add_sink")
         return self._sink("Unnamed", ops.StreamSink(fn))
 
     def sink_to(self, sink) -> "DataStreamSink":
-        """Write to a sink object: ``FileSink`` or ``CollectSink``."""
+        """Write to a sink object: a ``FileSink`` (exactly-once with checkpoints), your own
+        ``Sink`` (its writers commit when their input ends) or a ``CollectSink``.
+
+        :raises TypeError: for anything else.
+        """
         from rill.datastream.connectors.collect import CollectSink  # noqa: PLC0415
-        from rill.datastream.connectors.file_system import FileSink  # noqa: PLC0415
-        if isinstance(sink, FileSink):
-            return self._sink("FileSink", FileSinkOperator(sink))
+        if isinstance(sink, Sink):
+            return self._sink(*_sink_operator(sink))
         if isinstance(sink, CollectSink):
             return self._sink("CollectSink", CollectSinkOperator(sink.channel_id))
-        raise TypeError(f"DataStream.sink_to expects a FileSink or CollectSink, got {type(sink).__name__}")
+        raise TypeError(f"DataStream.sink_to expects a Sink (e.g. FileSink) or CollectSink, got {type(sink).__name__}")
 
     def execute_and_collect(self, job_execution_name: Optional[str] = None,
                             limit: Optional[int] = None) -> Union["CloseableIterator", List[Any]]:
@@ -481,3 +524,13 @@ class CloseableIterator:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _sink_operator(sink: Sink):
+    """``(name, operator)`` of ``sink_to(sink)``: a file sink's exactly-once operator
+    (compacting when the builder enabled it), else the plain Sink V2 writer operator (Flink
+    names both sinks by their kind)."""
+    from rill.datastream.connectors.file_system import FileSink  # noqa: PLC0415 - file_system imports the operators
+    if isinstance(sink, FileSink):
+        return "FileSink", FileSinkOperator(sink) if sink.compaction is None else CompactingFileSinkOperator(sink)
+    return "Sink", SinkWriterOperator(sink)

@@ -7,6 +7,7 @@ because the operators that call them are a lower layer (see ``tests/test_layerin
 """
 
 from rill.common.co_functions import (
+    BaseBroadcastProcessFunction,
     BroadcastProcessFunction,
     CoFlatMapFunction,
     CoMapFunction,
@@ -28,6 +29,7 @@ from rill.common.functions import (
     ReduceFunction,
     RuntimeContext,
     SinkFunction,
+    SourceFunction,
     TimerService,
     is_rich,
     wrap,
@@ -41,6 +43,7 @@ from rill.operators.windowing.window_functions import (
 )
 
 __all__ = [
+    "BaseBroadcastProcessFunction",
     "Function",
     "MapFunction",
     "FlatMapFunction",
@@ -52,6 +55,7 @@ __all__ = [
     "ProcessFunction",
     "KeyedProcessFunction",
     "SinkFunction",
+    "SourceFunction",
     "RuntimeContext",
     "TimerService",
     "wrap",

@@ -13,6 +13,9 @@ from rill.datastream.checkpoint_config import CheckpointConfig
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import FileSource, StreamFormat
 from rill.common.connector.source import Source
+from rill.common.functions import SourceFunction
+from rill.common.io import InputFormat
+from rill.datastream.connectors.source_function import SourceFunctionSource
 from rill.common.row import Row
 from rill.common.typeinfo import RowTypeInfo
 from rill.common.watermark_strategy import WatermarkStrategy
@@ -234,8 +237,20 @@ class StreamExecutionEnvironment:
         self._add_operator(t)
         return DataStream(self, t)
 
-    def add_source(self, source: Source, source_name: str = "Custom Source", type_info: Any = None) -> DataStream:
-        return self.from_source(source, None, source_name, type_info)
+    def add_source(self, source_func: Any, source_name: str = "Custom Source", type_info: Any = None) -> DataStream:
+        """A stream from a legacy ``SourceFunction`` (run in its own thread, as Flink's legacy
+        source task runs it) or a ``Source``.
+
+        :raises TypeError: for anything else.
+        """
+        if isinstance(source_func, SourceFunction):
+            source_func = SourceFunctionSource(source_func)
+        return self.from_source(source_func, None, source_name, type_info)
+
+    def create_input(self, input_format: InputFormat, type_info: Any = None) -> DataStream:
+        """A stream read through an ``InputFormat`` (e.g. ``AvroInputFormat``), named
+        ``"Custom Source"`` as Flink's ``createInput``."""
+        return self.from_source(input_format, None, "Custom Source", type_info)
 
     def from_collection(self, collection: Sequence[Any], type_info: Any = None) -> DataStream:
         """The elements of ``collection`` in order, from a non-parallel source named

@@ -17,7 +17,7 @@ __all__ = ["clear_earlier_parts"]
 
 
 def clear_earlier_parts(directory: str, prefix: str, suffix: str) -> int:
-    """Delete ``<prefix>-*<suffix>`` part files and ``.<prefix>-*.inprogress`` files directly
+    """Delete ``<prefix>-*<suffix>`` part files and ``.<prefix>-*.inprogress.*`` files directly
     under ``directory`` (a missing directory has none); returns how many were deleted and says
     so on stderr.
 
@@ -30,7 +30,7 @@ def clear_earlier_parts(directory: str, prefix: str, suffix: str) -> int:
         raise NotADirectoryError(f"output directory '{directory}' exists and is not a directory")
     parts = [p for p in path.iterdir() if p.is_file() and (
         (p.name.startswith(f"{prefix}-") and p.name.endswith(suffix))
-        or (p.name.startswith(f".{prefix}-") and p.name.endswith(".inprogress")))]
+        or (p.name.startswith(f".{prefix}-") and ".inprogress" in p.name))]
     for p in parts:
         os.remove(p)
     if parts:

@@ -406,6 +406,9 @@ class JobGraph:
         self.job_id = job_id if job_id is not None else JobID()
         self.job_name = job_name
         self._vertices: Dict[JobVertexID, JobVertex] = {}
+        #: slot sharing group name -> ResourceSpec (Flink sets it on the JobGraph's
+        #: SlotSharingGroups); Rill's slots are uniform, so it is carried, not used for sizing
+        self.slot_sharing_group_resources: Dict[str, Any] = {}
 
     def get_job_id(self) -> JobID:
         return self.job_id

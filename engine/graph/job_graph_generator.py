@@ -63,6 +63,7 @@ class StreamingJobGraphGenerator:
     def __init__(self, stream_graph: StreamGraph, job_id: Optional[JobID] = None):
         self.stream_graph = stream_graph
         self.job_graph = JobGraph(stream_graph.job_name, job_id)
+        self.job_graph.slot_sharing_group_resources = dict(stream_graph.slot_sharing_group_resources)
         self.hashes: Dict[int, bytes] = {}
         self.user_hashes: Dict[int, Optional[bytes]] = {}
         self.job_vertices: Dict[int, JobVertex] = {}

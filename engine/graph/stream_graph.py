@@ -201,6 +201,9 @@ class StreamGraph:
         self.job_name = job_name
         self.chaining_enabled = chaining_enabled
         self.nodes: Dict[int, StreamNode] = {}
+        #: slot sharing group name -> ResourceSpec, for groups given resources (Flink's
+        #: StreamGraph.slotSharingGroupResources)
+        self.slot_sharing_group_resources: Dict[str, Any] = {}
         self.sources: Set[int] = set()
         self.sinks: Set[int] = set()
         #: virtual id -> (original id, partitioner, exchange mode)

@@ -195,6 +195,8 @@ class StreamGraphGenerator:
             node.state_key_selector = t.state_key_selector
             node.state_key_type = t.state_key_type
         graph.add_node(node)
+        if t.slot_sharing_group_resources is not None:
+            self._register_slot_sharing_group_resources(t.slot_sharing_group, t.slot_sharing_group_resources, t.name)
 
         if isinstance(t, TwoInputTransformation):
             for type_number, ids in ((1, input_ids[0]), (2, input_ids[1])):
@@ -204,6 +206,14 @@ class StreamGraphGenerator:
             for input_id in input_ids[0]:
                 graph.add_edge(input_id, t.id, 0)
         return [t.id]
+
+    def _register_slot_sharing_group_resources(self, group: str, resources, operator_name: str) -> None:
+        """:raises ValueError: if the group already has other resources (two SlotSharingGroup
+        objects of one name and different resources)."""
+        known = self.stream_graph.slot_sharing_group_resources.setdefault(group, resources)
+        if known != resources:
+            raise ValueError(f"Operator '{operator_name}': slot sharing group '{group}' is given resources "
+                             f"{resources}, but another operator gave it {known}; a group has one resource spec")
 
     def _determine_slot_sharing_group(self, specified: Optional[str], input_ids: List[int]) -> str:
         """Flink's ``determineSlotSharingGroup``: the explicit group, else the group all inputs

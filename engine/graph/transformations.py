@@ -82,6 +82,8 @@ class Transformation:
         self.uid: Optional[str] = None
         self.user_provided_node_hash: Optional[str] = None
         self.slot_sharing_group: Optional[str] = None
+        #: the ResourceSpec of a SlotSharingGroup set with resources (Flink keeps the group)
+        self.slot_sharing_group_resources: Any = None
         self.buffer_timeout_ms: Optional[int] = None
         self.description: Optional[str] = None
         self.co_location_group_key: Optional[str] = None

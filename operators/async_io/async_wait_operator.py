@@ -44,9 +44,16 @@ Errors. A call that raises (after its retries) fails the task with
 :class:`AsyncFunctionError` naming the operator, the input value, the attempts and the cause;
 so does a ``timeout`` that raises, and a result that is not a list.
 
+Checkpoints. As Flink's: a snapshot stores every element of the queue not emitted yet (the
+input record, done or not, and the watermarks between) in the list state
+``"_async_wait_operator_state_"`` as ``("record", value, timestamp)`` / ``("watermark", ts)``;
+a restored operator processes them again in ``open``, before any new input. A call that had
+completed but was not emitted is made again (its output was never emitted, so the output stays
+exactly once; the call itself is at least once, as in Flink). A snapshot taken while the task
+yields inside ``process_batch`` (a source task's checkpoint mail) also stores the records of
+that batch not queued yet and a watermark deferred behind them.
+
 Differences from Flink, and why
-    * In-flight calls are not part of a checkpoint's state yet (Rill has no checkpoints yet);
-      Flink snapshots the queue and replays it on restore.
     * Flink stops retrying once the input has ended (``endInput``: a retry waiting for its
       delay is made at once and no further retry follows); here retries go on as the strategy
       says (bounded by the timeout), because bounded inputs are Rill's common case and would
@@ -64,9 +71,14 @@ from typing import Any, List, Optional, Tuple
 
 from rill.operators.async_io.loop_thread import AsyncLoopThread
 from rill.operators.async_io.queue import OrderedQueue, RecordEntry, UnorderedQueue
+from rill.common.streamrecord import Watermark
 from rill.operators.base import AbstractUdfStreamOperator
+from rill.state.descriptors import ListStateDescriptor
 
-__all__ = ["AsyncWaitOperator", "AsyncFunctionError", "OutputMode"]
+__all__ = ["AsyncWaitOperator", "AsyncFunctionError", "OutputMode", "STATE_NAME"]
+
+#: Flink's ``AsyncWaitOperator.STATE_NAME``
+STATE_NAME = "_async_wait_operator_state_"
 
 
 class OutputMode(Enum):
@@ -99,6 +111,8 @@ class AsyncWaitOperator(AbstractUdfStreamOperator):
     """
 
     default_name = "async wait operator"
+    #: elements restored by ``initialize_state``, replayed by ``open``
+    _recovered: Any = ()
 
     def __init__(self, user_function: Any, timeout_ms: int, capacity: int, output_mode: OutputMode,
                  retry_strategy: Any):
@@ -116,10 +130,28 @@ class AsyncWaitOperator(AbstractUdfStreamOperator):
         self._mailbox = context.mailbox_executor
         self._name = context.operator_name
 
+    def initialize_state(self) -> None:
+        """Register ``"_async_wait_operator_state_"``; keep the restored elements for ``open``."""
+        super().initialize_state()
+        self._state = self.operator_state_backend.get_list_state(ListStateDescriptor(STATE_NAME))
+        self._recovered = self._state.get() if self.is_restored() else []
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int):
+        """Store the queue's elements not emitted yet, then the records of a batch interrupted
+        by this snapshot and its deferred watermark (see the module docstring)."""
+        elements = self._queue.values()
+        for values, timestamps in self._unqueued:
+            elements.extend(("record", v, None if timestamps is None else timestamps[i]) for i, v in enumerate(values))
+        if self._deferred_watermark is not None:
+            elements.append(("watermark", self._deferred_watermark.timestamp))
+        self._state.update(elements)
+        return super().snapshot_state(checkpoint_id, timestamp)
+
     def open(self) -> None:
         self._queue = OrderedQueue() if self.output_mode is OutputMode.ORDERED else UnorderedQueue()
         self._to_start: List[RecordEntry] = []
         self._batch_depth = 0  # > 0 while process_batch queues records (it may yield)
+        self._unqueued: List[Tuple[List[Any], Optional[List[int]]]] = []  # batches' rest during a yield
         self._deferred_watermark: Any = None
         self._lock = threading.Lock()  # guards the two fields below (task and loop thread)
         self._completions: List[Tuple[RecordEntry, str, Any, int]] = []
@@ -131,6 +163,12 @@ class AsyncWaitOperator(AbstractUdfStreamOperator):
         self._loop = AsyncLoopThread(f"async-io {self.context.task_name_with_subtasks}")
         self._loop.start()
         super().open()
+        recovered, self._recovered = self._recovered, []
+        for element in recovered:
+            if element[0] == "record":
+                self.process_element(element[1], element[2])
+            else:
+                self.process_watermark(Watermark(element[1]))
 
     def end_input(self) -> None:
         """Wait, yielding to the mailbox, until every call is complete and emitted."""
@@ -153,8 +191,13 @@ class AsyncWaitOperator(AbstractUdfStreamOperator):
         self._batch_depth += 1
         try:
             for i, value in enumerate(values):
-                while queue.size() >= capacity:
-                    self._yield_to_mailbox("room in its queue")
+                if queue.size() >= capacity:
+                    self._unqueued.append((values[i:], None if timestamps is None else timestamps[i:]))
+                    try:
+                        while queue.size() >= capacity:
+                            self._yield_to_mailbox("room in its queue")
+                    finally:
+                        self._unqueued.pop()
                 self._to_start.append(queue.add_record(value, None if timestamps is None else timestamps[i]))
         finally:
             self._batch_depth -= 1

@@ -13,15 +13,28 @@ queues do, and the operator bounds it by its capacity.
   and its watermark once all of its records are out. So no record overtakes a watermark in
   either direction (Flink's watermark-separated segments).
 
+:meth:`values` lists what is in a queue, in input order, for a checkpoint (Flink's
+``StreamElementQueue.values``): the operator stores it and replays it on restore.
+
 Threading: task thread only (the operator's mails and input processing).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Any, Deque, List, Optional
+from typing import Any, Deque, Dict, List, Optional
 
-__all__ = ["RecordEntry", "WatermarkEntry", "OrderedQueue", "UnorderedQueue"]
+__all__ = ["RecordEntry", "WatermarkEntry", "OrderedQueue", "UnorderedQueue", "QueueElement"]
+
+#: An element of a queue as a checkpoint stores it: ``("record", value, timestamp or None)`` or
+#: ``("watermark", timestamp ms)``.
+QueueElement = tuple
+
+
+def _element(entry: Any) -> QueueElement:
+    if type(entry) is WatermarkEntry:
+        return ("watermark", entry.watermark.timestamp)
+    return ("record", entry.value, entry.timestamp)
 
 
 class RecordEntry:
@@ -107,6 +120,10 @@ class OrderedQueue:
         entry.outputs = outputs
         entry.done = True
 
+    def values(self) -> List[QueueElement]:
+        """The input records and watermarks not emitted yet, in input order (done or not)."""
+        return [_element(e) for e in self._entries]
+
     def emit(self, output: Any) -> int:
         """Emit the complete head entries to ``output``; returns how many entries left."""
         entries = self._entries
@@ -126,10 +143,11 @@ class OrderedQueue:
 class _Segment:
     """Records between two watermarks, and the watermark that closes them (if it came)."""
 
-    __slots__ = ("pending", "ready", "watermark")
+    __slots__ = ("in_flight", "ready", "watermark")
 
     def __init__(self) -> None:
-        self.pending = 0
+        # insertion-ordered set of the entries not complete (a dict: O(1) removal)
+        self.in_flight: Dict[RecordEntry, None] = {}
         self.ready: List[RecordEntry] = []
         self.watermark: Optional[WatermarkEntry] = None
 
@@ -158,7 +176,7 @@ class UnorderedQueue:
     def add_record(self, value: Any, timestamp: Optional[int]) -> RecordEntry:
         entry = RecordEntry(value, timestamp)
         segment = self._open_segment()
-        segment.pending += 1
+        segment.in_flight[entry] = None
         entry.segment = segment
         self._size += 1
         return entry
@@ -173,7 +191,7 @@ class UnorderedQueue:
         entry.outputs = outputs
         entry.done = True
         segment = entry.segment
-        segment.pending -= 1
+        del segment.in_flight[entry]
         segment.ready.append(entry)
 
     def emit(self, output: Any) -> int:
@@ -188,7 +206,7 @@ class UnorderedQueue:
                 for entry in ready:
                     emitter.record(entry)
                 n += len(ready)
-            if segment.pending or segment.watermark is None:
+            if segment.in_flight or segment.watermark is None:
                 break  # records still in flight, or the segment is still open for records
             emitter.watermark(segment.watermark)
             n += 1
@@ -196,3 +214,14 @@ class UnorderedQueue:
         emitter.flush()
         self._size -= n
         return n
+
+    def values(self) -> List[QueueElement]:
+        """The input records and watermarks not emitted yet: per segment its completed records
+        (completion order), then those in flight (input order), then its watermark."""
+        out: List[QueueElement] = []
+        for segment in self._segments:
+            out.extend(_element(e) for e in segment.ready)
+            out.extend(_element(e) for e in segment.in_flight)
+            if segment.watermark is not None:
+                out.append(_element(segment.watermark))
+        return out

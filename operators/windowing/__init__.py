@@ -13,6 +13,12 @@ the internal adapters), :mod:`~rill.operators.windowing.merging_window_set`
 :mod:`~rill.operators.windowing.builder` (WindowOperatorBuilder: function -> operator and name).
 """
 
+from rill.operators.windowing.count_assigners import CountSlidingWindowAssigner, CountTumblingWindowAssigner
+from rill.operators.windowing.window_serializers import (
+    CountWindowSerializer,
+    GlobalWindowSerializer,
+    TimeWindowSerializer,
+)
 from rill.operators.windowing.assigners import (
     NO_TIMESTAMP_MESSAGE,
     DynamicEventTimeSessionWindows,
@@ -87,6 +93,11 @@ from rill.operators.windowing.window_operator import (
 from rill.operators.windowing.windows import CountWindow, GlobalWindow, TimeWindow, Window, to_milliseconds
 
 __all__ = [
+    "CountTumblingWindowAssigner",
+    "CountSlidingWindowAssigner",
+    "TimeWindowSerializer",
+    "CountWindowSerializer",
+    "GlobalWindowSerializer",
     # windows
     "Window",
     "TimeWindow",

@@ -24,6 +24,7 @@ from rill.operators.windowing.triggers import (
     ProcessingTimeTrigger,
     Trigger,
 )
+from rill.operators.windowing.window_serializers import GlobalWindowSerializer, TimeWindowSerializer
 from rill.operators.windowing.windows import GlobalWindow, TimeWindow, Window, to_milliseconds
 
 __all__ = [
@@ -96,7 +97,9 @@ class WindowAssigner(abc.ABC):
         """Whether windows are based on event time (lateness, watermark-driven cleanup)."""
 
     def get_window_serializer(self) -> Any:
-        """PyFlink compatibility: Rill keeps windows as Python objects (returns ``None``)."""
+        """The binary form of this assigner's windows (a ``TypeSerializer``; the built-in
+        assigners return Flink's). Rill's window operator keeps windows as Python objects and
+        does not call it; a custom assigner may leave it ``None``."""
         return None
 
     def is_merging(self) -> bool:
@@ -145,6 +148,9 @@ def _offset(offset: Millis, bound: int, owner: str, bound_name: str) -> int:
 
 class _TumblingWindows(WindowAssigner):
     __slots__ = ("size", "offset")
+
+    def get_window_serializer(self) -> TimeWindowSerializer:
+        return TimeWindowSerializer()
 
     def __init__(self, size: Millis, offset: Millis = 0) -> None:
         owner = type(self).__name__
@@ -228,6 +234,9 @@ class TumblingProcessingTimeWindows(_TumblingWindows):
 
 class _SlidingWindows(WindowAssigner):
     __slots__ = ("size", "slide", "offset")
+
+    def get_window_serializer(self) -> TimeWindowSerializer:
+        return TimeWindowSerializer()
 
     def __init__(self, size: Millis, slide: Millis, offset: Millis = 0) -> None:
         owner = type(self).__name__
@@ -327,6 +336,9 @@ class _SessionWindows(MergingWindowAssigner):
 
     __slots__ = ("session_gap",)
 
+    def get_window_serializer(self) -> TimeWindowSerializer:
+        return TimeWindowSerializer()
+
     def __init__(self, session_gap: Millis) -> None:
         self.session_gap = _positive(session_gap, type(self).__name__, "gap")
 
@@ -406,6 +418,9 @@ class ProcessingTimeSessionWindows(_SessionWindows):
 
 class _DynamicSessionWindows(MergingWindowAssigner):
     __slots__ = ("gap_extractor", "_extract")
+
+    def get_window_serializer(self) -> TimeWindowSerializer:
+        return TimeWindowSerializer()
 
     def __init__(self, gap_extractor: Union[SessionWindowTimeGapExtractor, Callable[[Any], int]]) -> None:
         extract = getattr(gap_extractor, "extract", None)
@@ -495,6 +510,9 @@ class GlobalWindows(WindowAssigner):
 
     def get_default_trigger(self, env=None) -> Trigger:
         return NeverTrigger()
+
+    def get_window_serializer(self) -> GlobalWindowSerializer:
+        return GlobalWindowSerializer()
 
     def is_event_time(self) -> bool:
         return False

@@ -1,5 +1,6 @@
 """Sources and sinks (PyFlink's ``pyflink.datastream.connectors``)."""
 
+from rill.datastream.connectors.base import DeliveryGuarantee, Sink, SinkWriter
 from rill.datastream.connectors.collect import CollectSink
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import (
@@ -17,11 +18,14 @@ __all__ = [
     "BucketAssigner",
     "CollectSink",
     "CollectionSource",
+    "DeliveryGuarantee",
     "FileSink",
     "FileSource",
     "NumberSequenceSource",
     "OutputFileConfig",
     "RollingPolicy",
+    "Sink",
+    "SinkWriter",
     "Source",
     "SourceReader",
     "SourceSplit",

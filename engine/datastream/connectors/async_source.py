@@ -27,7 +27,8 @@ the iterator fails the job with it as cause. When the job is cancelled or fails,
 ``close`` cancels the pump: the iterator gets ``CancelledError`` at its ``await`` (an async
 generator's ``finally`` runs on the service's loop). Items already buffered are dropped.
 
-Limits: embedded mode only (the iterator and the loop live in the service's process; shipping
+Limits: not replayable (``supports_replay`` is ``False``: no exactly-once checkpoints);
+embedded mode only (the iterator and the loop live in the service's process; shipping
 the source to a cluster fails with ``OperatorSerializationError`` naming the operator);
 parallelism 1; an iterator can be consumed once, so the source runs once.
 """
@@ -93,6 +94,12 @@ class AsyncIteratorSource(Source):
 
     def get_boundedness(self) -> Boundedness:
         return Boundedness.CONTINUOUS_UNBOUNDED
+
+    @property
+    def supports_replay(self) -> bool:
+        """``False``: the iterator's items are consumed once and cannot be read again after a
+        restore, so a job with this source cannot be checkpointed EXACTLY_ONCE."""
+        return False
 
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
         return [_OneSplit()]

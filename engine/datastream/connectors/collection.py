@@ -1,4 +1,6 @@
-"""Sources over in-memory data: ``from_collection`` and ``NumberSequenceSource``."""
+"""Sources over in-memory data: ``from_collection`` and ``NumberSequenceSource``. Both replay
+exactly: a split is a range of indices, and a restored split resumes at its index
+``start + records emitted`` without reading what came before."""
 
 from __future__ import annotations
 
@@ -18,7 +20,16 @@ class _RangeSplit(SourceSplit):
         return f"{self.start}-{self.end}"
 
 
-class _CollectionReader(SourceReader):
+class _RangeReader(SourceReader):
+    """Resumes a range split by moving its start (no records read and dropped)."""
+
+    def read_from(self, split: _RangeSplit, records_to_skip: int) -> Iterator[List[Any]]:
+        if records_to_skip < 0:
+            raise ValueError(f"{type(self).__name__}: records_to_skip must be >= 0, got {records_to_skip}")
+        return self.read(_RangeSplit(min(split.start + records_to_skip, split.end), split.end))
+
+
+class _CollectionReader(_RangeReader):
     def __init__(self, elements: Sequence[Any]):
         self._elements = elements
 
@@ -52,7 +63,7 @@ class CollectionSource(Source):
         return len(self.elements)
 
 
-class _SequenceReader(SourceReader):
+class _SequenceReader(_RangeReader):
     def read(self, split: _RangeSplit) -> Iterator[List[int]]:
         step = self.batch_size
         for i in range(split.start, split.end, step):

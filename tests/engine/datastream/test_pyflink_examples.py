@@ -23,16 +23,15 @@ The later lines are that float32 arithmetic.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 import subprocess
 import sys
-import zipfile
 
 import pytest
 
-WHEEL_VERSION = "2.3.0"
+from _pyflink_wheel import pyflink_wheel
+
 EXAMPLES = "pyflink/examples/datastream/"
 RUN_TIMEOUT_S = 120
 
@@ -91,26 +90,12 @@ EXPECTED = {
 BATCH_ONLY = "word_count.py"
 
 
-def _wheel_dir() -> pathlib.Path:
-    return pathlib.Path(os.environ.get("RILL_PYFLINK_WHEEL_DIR",
-                                       pathlib.Path.home() / ".cache" / "rill-tests" / f"apache-flink-{WHEEL_VERSION}"))
-
-
 @pytest.fixture(scope="module")
 def examples_dir(tmp_path_factory) -> pathlib.Path:
     """The ten examples, imports rewritten to ``rill``, in a temporary directory."""
-    cache = _wheel_dir()
-    wheels = sorted(cache.glob(f"apache_flink-{WHEEL_VERSION}-*.whl"))
-    if not wheels:
-        cache.mkdir(parents=True, exist_ok=True)
-        fetched = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                                  f"apache-flink=={WHEEL_VERSION}", "-d", str(cache)],
-                                 capture_output=True, text=True, timeout=300)
-        wheels = sorted(cache.glob(f"apache_flink-{WHEEL_VERSION}-*.whl"))
-        if not wheels:
-            pytest.skip(f"cannot fetch apache-flink {WHEEL_VERSION} from PyPI: {fetched.stderr.strip()[-500:]}")
+    wheel = pyflink_wheel()
     out = tmp_path_factory.mktemp("pyflink_examples")
-    with zipfile.ZipFile(wheels[0]) as wheel:
+    with wheel:
         for name in [*EXPECTED, BATCH_ONLY]:
             source = wheel.read(EXAMPLES + name).decode()
             target = out / name

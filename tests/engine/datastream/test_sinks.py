@@ -16,9 +16,12 @@ from rill.datastream import SinkFunction
 from rill.datastream.connectors import (
     BucketAssigner,
     CollectSink,
+    DeliveryGuarantee,
     FileSink,
     OutputFileConfig,
     RollingPolicy,
+    Sink,
+    SinkWriter,
 )
 from rill.datastream.connectors.file_system import FileSink as FileSinkFromFileSystem
 from rill.runtime.errors import JobExecutionException
@@ -208,7 +211,7 @@ def test_regression_collect_sinks_and_execute_and_collect_in_one_job(env):
 
 
 def test_sink_to_rejects_other_objects(env):
-    with pytest.raises(TypeError, match="FileSink or CollectSink"):
+    with pytest.raises(TypeError, match="expects a Sink \\(e.g. FileSink\\) or CollectSink, got object"):
         env.from_collection([1]).sink_to(object())
 
 
@@ -272,3 +275,42 @@ def test_execute_and_collect_raises_the_job_failure(env):
 
 def test_collect_helper_and_sink_results_are_exact(env):
     assert collect(env.from_collection([3, 1, 2])) == [3, 1, 2]
+
+
+# -- Sink (Sink V2 base) -----------------------------------------------------------------------
+
+class LinesSink(Sink):
+    """A user-defined Sink: each subtask writes its records into a hidden file, renamed to
+    ``part-<subtask>`` on commit."""
+
+    def __init__(self, directory):
+        self.directory = str(directory)
+
+    def create_writer(self):
+        return LinesSink.Writer(self.directory)
+
+    class Writer(SinkWriter):
+        def __init__(self, directory):
+            self.directory = directory
+            self.lines = []
+
+        def open(self, subtask_index):
+            self.final = os.path.join(self.directory, f"part-{subtask_index}")
+
+        def write_batch(self, values):
+            self.lines.extend(values)
+
+        def commit(self):
+            tmp = os.path.join(self.directory, ".pending")
+            Path(tmp).write_text("".join(f"{v}\n" for v in self.lines))
+            os.replace(tmp, self.final)
+            return [self.final]
+
+
+def test_sink_to_runs_a_user_defined_sink(env, tmp_path):
+    env.from_collection(["a", "b", "c"]).sink_to(LinesSink(tmp_path))
+    run(env)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["part-0"]
+    assert (tmp_path / "part-0").read_text() == "a\nb\nc\n"
+    assert DeliveryGuarantee.AT_LEAST_ONCE.name == "AT_LEAST_ONCE"
+    assert isinstance(FileSink.for_row_format(str(tmp_path), Encoder.simple_string_encoder()).build(), Sink)
