@@ -508,9 +508,12 @@ def metadata_to_json(metadata: CheckpointMetadata, directory: Optional[str] = No
                                  f"not a file handle of {directory or 'a directory'}; it cannot be "
                                  f"written to its {METADATA_FILE_NAME}")
             subtasks.append({"subtask_index": index, **handle.description})
-        operators.append({"operator_id": op.operator_id, "uid": op.uid, "name": op.name,
-                          "parallelism": op.parallelism, "max_parallelism": op.max_parallelism,
-                          "subtasks": subtasks})
+        entry = {"operator_id": op.operator_id, "uid": op.uid, "name": op.name,
+                 "parallelism": op.parallelism, "max_parallelism": op.max_parallelism,
+                 "subtasks": subtasks}
+        if op.coordinator_state is not None:  # base64 of the source's enumerator checkpoint bytes
+            entry["coordinator_state"] = base64.b64encode(op.coordinator_state).decode("ascii")
+        operators.append(entry)
     return json.dumps({
         "format": _FORMAT,
         "format_version": metadata.format_version,
@@ -549,7 +552,9 @@ def metadata_from_json(text: str, directory: str, source: str = "") -> Checkpoin
         for sub in op["subtasks"]:
             description = {k: v for k, v in sub.items() if k != "subtask_index"}
             handles[sub["subtask_index"]] = FileOperatorSubtaskStateHandle(directory, description)
-        operators[op["operator_id"]] = OperatorState(op["operator_id"], op["parallelism"],
-                                                     op["max_parallelism"], handles, op["uid"], op["name"])
+        coordinator_state = op.get("coordinator_state")
+        operators[op["operator_id"]] = OperatorState(
+            op["operator_id"], op["parallelism"], op["max_parallelism"], handles, op["uid"], op["name"],
+            None if coordinator_state is None else base64.b64decode(coordinator_state))
     return CheckpointMetadata(doc["checkpoint_id"], doc["timestamp_ms"], operators,
                               SnapshotType(doc["snapshot_type"]), doc["job_id"], directory, version)

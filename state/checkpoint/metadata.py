@@ -108,6 +108,9 @@ class OperatorState:
     :param subtask_states: subtask index -> handle; subtasks without state are absent.
     :param uid: the user's uid of the operator, when one was set.
     :param name: the operator's name (for messages and metadata readers).
+    :param coordinator_state: the state of the operator's coordinator (a source's split
+        enumerator: ``SourceCoordinator.snapshot_state`` bytes), taken before its subtasks were
+        triggered (Flink's ``OperatorState.coordinatorState``); ``None`` without a coordinator.
     :raises ValueError: if the operator id is not 32 hex digits, a subtask index is outside
         ``[0, parallelism)``, or ``parallelism`` exceeds ``max_parallelism``.
     """
@@ -118,6 +121,7 @@ class OperatorState:
     subtask_states: Mapping[int, OperatorSubtaskStateHandle] = field(default_factory=dict)
     uid: Optional[str] = None
     name: str = ""
+    coordinator_state: Optional[bytes] = None
 
     def __post_init__(self) -> None:
         oid = self.operator_id
@@ -136,8 +140,9 @@ class OperatorState:
 
     @property
     def state_size(self) -> int:
-        """Bytes over all subtasks."""
-        return sum(h.state_size for h in self.subtask_states.values())
+        """Bytes over all subtasks and the coordinator."""
+        return (sum(h.state_size for h in self.subtask_states.values())
+                + len(self.coordinator_state or b""))
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,11 @@ Life of a checkpoint:
    passed since the last one completed; it is skipped (not a failure) while any task is not
    RUNNING;
 2. id ``n`` (1, 2, ...) gets a storage location and a :class:`PendingCheckpoint` that waits
-   for every task's acknowledgement; the source tasks (no network inputs) get the trigger; the
-   timeout (``timeout_ms``) starts;
+   for every task's acknowledgement; every operator coordinator (a source's split enumerator)
+   is snapshotted into it first (Flink's ``OperatorCoordinatorCheckpoints``: its state goes
+   into the metadata's ``OperatorState.coordinator_state``), then the source tasks (no network
+   inputs) get the trigger, so a split the enumerator hands out after its snapshot is known to
+   the reader as one of a later checkpoint; the timeout (``timeout_ms``) starts;
 3. every task acknowledges with its operators' state handles; the last acknowledgement
    completes it: the location is finalized with the metadata, the
    :class:`~rill.runtime.checkpoint.completed_checkpoint.CompletedCheckpoint` goes into the
@@ -39,7 +42,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.graph.states import ExecutionState
@@ -91,12 +94,17 @@ class CheckpointCoordinator:
     :param timer: runs the periodic trigger and the timeouts.
     :param fail_job: ``(exception) -> None``: fails the job when too many checkpoints failed in
         a row (a ``RuntimeError`` with Flink's message).
+    :param operator_coordinators: ``() -> {operator id: coordinator}``: the job's current
+        operator coordinators (a restart replaces them), each with
+        ``snapshot_state(checkpoint_id) -> bytes``; none by default. A coordinator that raises
+        aborts the checkpoint (``TRIGGER_CHECKPOINT_FAILURE``, counted).
     :raises NotImplementedError: for ``unaligned=True`` (FLIP-76 is not built).
     """
 
     def __init__(self, job_id: str, options: CheckpointingOptions, operators: Sequence[OperatorInfo], tasks: TasksProvider,
                  storage: CheckpointStorage, timer: CheckpointTimer,
-                 fail_job: Callable[[BaseException], None]) -> None:
+                 fail_job: Callable[[BaseException], None],
+                 operator_coordinators: Callable[[], Mapping[str, Any]] = dict) -> None:
         if options.unaligned:
             raise NotImplementedError(
                 "Unaligned checkpoints (execution.checkpointing.unaligned.enabled, FLIP-76) are not built yet: "
@@ -110,6 +118,7 @@ class CheckpointCoordinator:
         self.storage = storage
         self._timer = timer
         self._fail_job = fail_job
+        self._operator_coordinators = operator_coordinators
         #: the job's completed checkpoints (what recovery restores from)
         self.completed_checkpoint_store = CompletedCheckpointStore(options.num_retained)
         self.stats_tracker = CheckpointStatsTracker()
@@ -123,6 +132,14 @@ class CheckpointCoordinator:
         self._continuous_failures = 0
         self._shutdown = False
         self._job_failed = False
+
+    def continue_after(self, checkpoint_id: int) -> None:
+        """Number the next checkpoint ``checkpoint_id + 1``: a job restored from snapshot
+        ``checkpoint_id`` goes on from there (Flink sets its ``CheckpointIDCounter`` to the
+        restored id + 1), so ids stay above every id its restored state and source coordinators
+        have seen. Call before the scheduler starts."""
+        with self._lock:
+            self._ids = itertools.count(checkpoint_id + 1)
 
     # -- scheduling ---------------------------------------------------------------------------
     def start_checkpoint_scheduler(self) -> None:
@@ -199,9 +216,13 @@ class CheckpointCoordinator:
                 self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
                 options = CheckpointOptions(SnapshotType.CHECKPOINT, location, self._alignment)
                 sources = [t for t, _ in tasks if not t.tdd.input_gates]
+                coordinator_failure = self._snapshot_coordinators(pending)
         if location is None:
             if fail is not None:
                 self._fail_job(fail)
+            return None
+        if coordinator_failure is not None:
+            self._abort(checkpoint_id, coordinator_failure)
             return None
         for t in sources:
             try:
@@ -210,6 +231,17 @@ class CheckpointCoordinator:
                 self.receive_decline_message(checkpoint_id, t.tdd.attempt_id, CheckpointException(
                     CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{t.task_name_with_subtasks}: {e}"))
         return checkpoint_id
+
+    def _snapshot_coordinators(self, pending: PendingCheckpoint) -> Optional[CheckpointException]:
+        """Under the lock, before any task is triggered: every operator coordinator's state
+        into ``pending``; the exception to abort it with when one fails."""
+        for operator_id, coordinator in self._operator_coordinators().items():
+            try:
+                pending.set_coordinator_state(operator_id, coordinator.snapshot_state(pending.checkpoint_id))
+            except Exception as e:  # noqa: BLE001 - Flink's TRIGGER_CHECKPOINT_FAILURE
+                return CheckpointException(CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE,
+                                           f"the coordinator of operator {operator_id}: {type(e).__name__}: {e}")
+        return None
 
     def _on_timeout(self, checkpoint_id: int) -> None:
         self._abort(checkpoint_id, CheckpointException(

@@ -71,6 +71,7 @@ class PendingCheckpoint:
         self._acknowledged: Set[str] = set()
         self._operators = {op.operator_id: op for op in operators}
         self._handles: Dict[str, Dict[int, OperatorSubtaskStateHandle]] = {oid: {} for oid in self._operators}
+        self._coordinator_states: Dict[str, bytes] = {}
         self.disposed = False
         #: the timeout timer, cancelled on completion or abort
         self.cancellable = None
@@ -114,13 +115,24 @@ class PendingCheckpoint:
                 self._handles[oid][subtask_index] = handle
         return TaskAcknowledgeResult.SUCCESS
 
+    def set_coordinator_state(self, operator_id: str, data: bytes) -> None:
+        """Record the state of operator ``operator_id``'s coordinator (Flink's
+        ``PendingCheckpoint.acknowledgeCoordinatorState``).
+
+        :raises ValueError: if the operator is not one of the job's.
+        """
+        if operator_id not in self._operators:
+            raise ValueError(f"Checkpoint {self.checkpoint_id}: coordinator state of operator {operator_id}, "
+                             "which is not in the job")
+        self._coordinator_states[operator_id] = data
+
     def metadata(self, external_pointer: Optional[str] = None) -> CheckpointMetadata:
         """The metadata of the completed checkpoint (every operator of the job, with the handles
         of the subtasks that had state)."""
         return CheckpointMetadata(
             checkpoint_id=self.checkpoint_id, timestamp=self.timestamp,
             operator_states={oid: OperatorState(oid, op.parallelism, op.max_parallelism, self._handles[oid],
-                                                op.uid, op.name)
+                                                op.uid, op.name, self._coordinator_states.get(oid))
                              for oid, op in self._operators.items()},
             snapshot_type=self.snapshot_type, job_id=self.job_id, external_pointer=external_pointer)
 

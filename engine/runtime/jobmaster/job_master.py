@@ -46,6 +46,7 @@ from rill.runtime.checkpoint.state_assignment import StateAssignment, VertexRest
 from rill.runtime.checkpoint.checkpoint_coordinator import CheckpointCoordinator, operators_of_job_graph
 from rill.runtime.checkpoint.checkpoint_responder import CoordinatorCheckpointResponder
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsSnapshot
+from rill.runtime.checkpoint.source_replay import check_sources_replayable
 from rill.runtime.checkpoint.timer import CheckpointTimer, ThreadTimer
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.executiongraph.failover.restart_backoff_time_strategy import (
@@ -142,6 +143,27 @@ class JobMaster:
                         self.watermark_alignment.expect(cfg.watermark_alignment.watermark_group,
                                                         [(cfg.node_id, i) for i in range(v.get_parallelism())])
                     self._source_totals.append(cfg.source.estimated_total_units())
+        self._reset_coordinators_to_checkpoint()
+
+    def _reset_coordinators_to_checkpoint(self) -> None:
+        """Before any task of this attempt is deployed: each source coordinator resumes from the
+        enumerator state stored with the checkpoint the tasks restore from (Flink's
+        ``OperatorCoordinator.resetToCheckpoint``), so that no split is both in a restored
+        reader's state and handed out again."""
+        metadata = self._metadata_to_restore()
+        if metadata is None:
+            return
+        for operator_id, coordinator in self._coordinators_by_operator().items():
+            state = metadata.operator_states.get(operator_id)
+            coordinator.reset_to_checkpoint(metadata.checkpoint_id, None if state is None else state.coordinator_state)
+
+    def _coordinators_by_operator(self) -> Dict[str, SourceCoordinator]:
+        """The current attempt's source coordinators by operator id (what the checkpoint
+        coordinator snapshots; a restart replaces them)."""
+        coordinators = self.coordinators  # replaced whole on restart: read the reference once
+        return {str(cfg.operator_id): coordinators[cfg.node_id]
+                for v in self.job_graph.get_vertices() for cfg in v.stream_configs.values()
+                if cfg.source is not None and cfg.node_id in coordinators}
 
     def _tdds(self) -> List[TaskDeploymentDescriptor]:
         conf = self.config
@@ -185,6 +207,7 @@ class JobMaster:
                     auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
                     channel_timeline=timeline,
+                    checkpointing_enabled=self.checkpointing_options.enabled,
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))
@@ -242,6 +265,7 @@ class JobMaster:
             self.status = JobStatus.RUNNING
             self._start_ns = time.monotonic_ns()
         try:
+            check_sources_replayable(self.job_graph, self.checkpointing_options)
             self._load_initial_restore()
             self._create_coordinators()
             self._create_checkpoint_coordinator()
@@ -270,7 +294,9 @@ class JobMaster:
         self.checkpoint_coordinator = CheckpointCoordinator(
             self.job_id, options, operators_of_job_graph(self.job_graph), self._checkpoint_tasks,
             create_checkpoint_storage(options.checkpoint_dir, self.job_id, options.savepoint_dir),
-            self._checkpoint_timer, self._fail_on_checkpoint_failure)
+            self._checkpoint_timer, self._fail_on_checkpoint_failure, self._coordinators_by_operator)
+        if self._initial_restore is not None:  # ids go on after the snapshot's, as Flink's counter
+            self.checkpoint_coordinator.continue_after(self._initial_restore.checkpoint_id)
         # embedded tasks acknowledge by calling the coordinator (cluster tasks send messages)
         self.task_executor.checkpoint_responder = CoordinatorCheckpointResponder(lambda: self.checkpoint_coordinator)
 

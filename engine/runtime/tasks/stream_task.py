@@ -87,6 +87,8 @@ class StreamTask:
             records_per_batch=env.records_per_batch,
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
             task_cancelled=self._cancel_requested.is_set,  # no reference back to the task
+            checkpointing_enabled=env.checkpointing_enabled,
+            coordinator_event_executor=self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT),
         )
         return self.state_initializer.initialize(ctx, self._restored_operator_state(cfg))
 
