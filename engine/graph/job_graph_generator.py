@@ -193,6 +193,7 @@ class StreamingJobGraphGenerator:
                 is_source=node.is_source,
                 source=node.source,
                 watermark_alignment=node.watermark_alignment,
+                uid=node.transformation_uid,
             )
         self.job_vertices[start_id] = vertex
         self.built_vertices.add(start_id)

@@ -30,6 +30,8 @@ class StreamConfig:
     :param vertex_id: hex id of the JobVertex the operator runs in.
     :param operator_id: hex generated operator id (StreamGraphHasherV2 hash).
     :param user_operator_id: hex ``set_uid_hash`` id, or ``None``.
+    :param uid: the user's ``uid``, or ``None`` (recorded in checkpoint metadata, named in
+        restore errors).
     :param operator_name: the StreamNode's operator name.
     :param node_id: the StreamNode id.
     :param chain_index: position in the chain (head 0, +1 per chained hop).
@@ -71,6 +73,7 @@ class StreamConfig:
     is_source: bool = False
     source: Any = None
     watermark_alignment: Any = None
+    uid: Optional[str] = None
 
     def is_keyed(self) -> bool:
         return self.state_key_selector is not None or self.state_key_selector2 is not None

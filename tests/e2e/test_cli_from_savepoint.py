@@ -1,7 +1,7 @@
 """``rill run --from-savepoint PATH [--allow-non-restored-state]`` (Flink's ``flink run -s PATH
 -n``): the settings reach the job's configuration as ``execution.state-recovery.*``, and the
-JobMaster restores from the path (refused with a clear error until snapshots can be read from
-directories)."""
+JobMaster restores from the path (here one without a snapshot: a clear error; restoring a real
+one is tests/engine/runtime/checkpoint/test_restart_from_checkpoint.py)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def test_from_savepoint_sets_the_state_recovery_keys_and_the_job_restores_from_t
     proc = rill(tmp_path, "run", "--no-progress", "--from-savepoint", "sp-1", "--allow-non-restored-state", "job.py")
     assert f"settings: {tmp_path / 'sp-1'} true" in proc.stdout
     assert proc.returncode == 1
-    assert "failed during deployment: Writing snapshots to a directory" in proc.stderr
+    assert f"failed during deployment: No completed checkpoint or savepoint at '{tmp_path / 'sp-1'}'" in proc.stderr
 
 
 def test_allow_non_restored_state_needs_a_savepoint(tmp_path):

@@ -77,7 +77,7 @@ def operators_of_job_graph(job_graph) -> List[OperatorInfo]:
     for v in job_graph.get_vertices():
         for cfg in v.stream_configs.values():
             out.append(OperatorInfo(str(cfg.operator_id), v.get_parallelism(), cfg.max_parallelism,
-                                    cfg.operator_name))
+                                    cfg.operator_name, cfg.uid))
     return out
 
 

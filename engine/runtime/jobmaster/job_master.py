@@ -234,7 +234,6 @@ class JobMaster:
     def _load_initial_restore(self) -> None:
         """Read the snapshot of ``execution.state-recovery.path``, unless one was given.
 
-        :raises NotImplementedError: while snapshots cannot be read from directories.
         :raises FileNotFoundError: if there is no completed snapshot at the path.
         """
         settings = self.savepoint_restore_settings

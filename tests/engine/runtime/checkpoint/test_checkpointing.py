@@ -63,7 +63,8 @@ class Position(MapFunction, CheckpointedFunction):
 
 
 class Count(KeyedProcessFunction, CheckpointListener):
-    """Counts records per key; logs the checkpoint notifications it gets to ``log``."""
+    """Counts records per key; logs the checkpoint notifications it gets to ``log`` (as a
+    ``CheckpointListener``: only those hear of checkpoints, as in Flink)."""
 
     def __init__(self, log: str = ""):
         self.log = log

@@ -135,10 +135,12 @@ def test_state_of_a_removed_operator_fails_unless_allowed(tmp_path):
     assert {k: c for k, (c, _) in read_output(tmp_path).items()} == {k: 1 for k in KEYS}
 
 
-def test_a_restore_path_is_refused_until_snapshots_can_be_read_from_directories(tmp_path):
+def test_a_restore_path_without_a_completed_snapshot_fails_the_deployment(tmp_path):
     graph, _ = job_graph(tmp_path, 1)
     conf = Configuration().set_string("execution.state-recovery.path", str(tmp_path / "savepoint-1"))
     jm = JobMaster(graph, TaskExecutor(1), conf)
     jm.start()
-    with pytest.raises(JobExecutionException, match="failed during deployment: Writing snapshots to a directory"):
+    with pytest.raises(JobExecutionException) as e:
         jm.result_future.result(timeout=30)
+    assert str(e.value) == (f"Job 'restored' failed during deployment: No completed checkpoint or savepoint at "
+                            f"'{tmp_path / 'savepoint-1'}': _metadata is missing")
