@@ -169,8 +169,9 @@ class ClusterDeployer:
         self._send = send
         self.tasks: Dict[str, RemoteTask] = {}
 
-    def submit_task(self, tdd, coordinators, listener) -> RemoteTask:
-        """A handle on a task to deploy (its process acknowledges checkpoints with messages)."""
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> RemoteTask:
+        """A handle on a task to deploy; the task process acknowledges checkpoints with
+        messages, so ``checkpoint_responder`` is not used."""
         task = RemoteTask(tdd, self.slots[tdd.slot_index], listener, self._send)
         self.tasks[tdd.attempt_id] = task
         return task

@@ -114,6 +114,8 @@ class JobMaster:
         self._allow_non_restored_state = self.savepoint_restore_settings.allow_non_restored_state
         self.checkpoint_coordinator: Optional[CheckpointCoordinator] = None
         self._checkpoint_timer = checkpoint_timer
+        #: how embedded tasks acknowledge checkpoints (cluster tasks send messages instead)
+        self.checkpoint_responder = CoordinatorCheckpointResponder(lambda: self.checkpoint_coordinator)
         self.job_parameters = dict(job_parameters or {})
         self.job_id = str(job_graph.get_job_id())
         self.job_name = job_graph.get_name()
@@ -270,7 +272,8 @@ class JobMaster:
             self._create_checkpoint_coordinator()
             tdds = self._tdds()
             for tdd in tdds:
-                self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
+                self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state,
+                                                                 self.checkpoint_responder))
         except BaseException as e:
             self.fail_deployment(e)
             return
@@ -296,8 +299,6 @@ class JobMaster:
             self._checkpoint_timer, self._fail_on_checkpoint_failure, self._coordinators_by_operator)
         if self._initial_restore is not None:  # ids go on after the snapshot's, as Flink's counter
             self.checkpoint_coordinator.continue_after(self._initial_restore.checkpoint_id)
-        # embedded tasks acknowledge by calling the coordinator (cluster tasks send messages)
-        self.task_executor.checkpoint_responder = CoordinatorCheckpointResponder(lambda: self.checkpoint_coordinator)
 
     def _checkpoint_tasks(self):
         """Every task with its state as recorded here (what the coordinator triggers and waits for)."""
@@ -439,7 +440,8 @@ class JobMaster:
             try:
                 self._create_coordinators()
                 for tdd in self._tdds():
-                    self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state))
+                    self.tasks.append(self.task_executor.submit_task(tdd, self.coordinators, self._on_task_state,
+                                                                     self.checkpoint_responder))
             except BaseException as e:  # noqa: BLE001 - any deployment error fails the job
                 error = e
             else:

@@ -5,10 +5,9 @@ cluster mode puts it in its own process behind an actor."""
 from __future__ import annotations
 
 import threading
-from typing import Dict, List, Optional
+from typing import Dict, List
 
 from rill.network.partition.result_partition_manager import ResultPartitionManager
-from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
 from rill.runtime.taskmanager.network_environment import NetworkEnvironment
 from rill.runtime.taskmanager.task import Task
 
@@ -32,14 +31,11 @@ class TaskExecutor:
         self.network = NetworkEnvironment(self.partition_manager, configuration=configuration)
         self._tasks: Dict[str, Task] = {}
         self._lock = threading.Lock()
-        #: where its tasks acknowledge checkpoints: set by the JobMaster of a checkpointed job
-        #: (``None``: the tasks take no checkpoints)
-        self.checkpoint_responder: Optional[CheckpointResponder] = None
 
-    def submit_task(self, tdd, coordinators, listener) -> Task:
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> Task:
         """Create the task (registering its partitions) without starting it; its checkpoint
-        acknowledgements go to :attr:`checkpoint_responder`."""
-        task = Task(tdd, self.network, coordinators, listener, self.checkpoint_responder)
+        acknowledgements go to ``checkpoint_responder``."""
+        task = Task(tdd, self.network, coordinators, listener, checkpoint_responder)
         with self._lock:
             self._tasks[tdd.attempt_id] = task
         return task

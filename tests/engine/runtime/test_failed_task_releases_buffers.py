@@ -157,7 +157,7 @@ class LoopbackDeployer:
         self.secret = os.urandom(32)
         self.processes: Dict[str, Process] = {}  # by attempt id
 
-    def submit_task(self, tdd, coordinators, listener) -> Task:
+    def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> Task:
         name = tdd.task_name_with_subtasks
         partitions = ResultPartitionManager()
         connections = NettyConnectionManager(
@@ -177,7 +177,8 @@ class LoopbackDeployer:
             listener(task, state, failure)
             self.after_report(task, state)
 
-        process.task = Task(dataclasses.replace(tdd, input_gates=gates), process.env, coordinators, report)
+        process.task = Task(dataclasses.replace(tdd, input_gates=gates), process.env, coordinators, report,
+                            checkpoint_responder)
         return process.task
 
     def tasks(self) -> List[Task]:
