@@ -30,7 +30,9 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Dict, List, Optional
+from typing import Callable, List, Optional
+
+import numpy as np
 
 from rill.common import Encoder
 from rill.common.functions import KeyedProcessFunction, MapFunction
@@ -161,28 +163,26 @@ def check_output(out_dir: str, n: int) -> bool:
 
     :raises AssertionError: naming what was lost, duplicated or miscounted.
     """
-    seen = bytearray(n)
-    dup: List[int] = []
-    counts: Dict[int, List[int]] = {}
-    first_restarted: Dict[int, int] = {}
-    for line in committed_lines(out_dir):
-        record, key, count, attempt = map(int, line.split())
-        if seen[record]:
-            dup.append(record)
-        seen[record] = 1
-        counts.setdefault(key, []).append(count)
-        if attempt > 0:
-            first_restarted[key] = min(count, first_restarted.get(key, count))
-    missing = [i for i in range(n) if not seen[i]]
-    if missing or dup:
-        raise AssertionError(f"committed output: missing {len(missing)} records (first {missing[:5]}), "
-                             f"duplicated {len(dup)} (first {dup[:5]})")
+    text = " ".join(committed_lines(out_dir))
+    rows = np.array(text.split(), dtype=np.int64).reshape(-1, 4)  # record, key, count, attempt
+    records, keys, counts, attempts = rows.T
+    times = np.bincount(records, minlength=n)
+    missing, dup = np.flatnonzero(times == 0), np.flatnonzero(times > 1)
+    if len(missing) or len(dup) or len(times) != n:
+        raise AssertionError(f"committed output: missing {len(missing)} records (first {missing[:5].tolist()}), "
+                             f"duplicated {len(dup)} (first {dup[:5].tolist()})")
     per_key = n // KEYS
-    wrong = {k: (len(c), max(c)) for k, c in counts.items() if sorted(c) != list(range(1, per_key + 1))}
-    if wrong or len(counts) != KEYS:
-        raise AssertionError(f"keyed counts not exactly 1..{per_key} per key: (lines, max) per wrong key {wrong}, "
-                             f"{len(counts)} keys")
-    return any(c > 1 for c in first_restarted.values())
+    expected = np.arange(1, per_key + 1)
+    wrong = {}
+    for k in range(KEYS):
+        c = np.sort(counts[keys == k])
+        if not np.array_equal(c, expected):
+            wrong[k] = (len(c), int(c.max()) if len(c) else 0)
+    if wrong:
+        raise AssertionError(f"keyed counts not exactly 1..{per_key} per key: (lines, max) per wrong key {wrong}")
+    restarted = attempts > 0
+    return any(int(counts[restarted & (keys == k)].min(initial=per_key + 1)) > 1
+               for k in range(KEYS) if np.any(restarted & (keys == k)))
 
 
 @dataclass
