@@ -267,6 +267,23 @@ class InternalTimerService:
         self._current_watermark = time
         self._fire_due(self._event_time_timers, time, self._triggerable.on_event_time)
 
+    def fire_all_for_batch_key(self) -> None:
+        """BATCH execution, at the end of one key's input (Flink's
+        ``BatchExecutionInternalTimeService`` on a key switch): event time jumps to the end of
+        time, firing every event-time timer, then every processing-time timer fires (processing
+        time jumps too), until neither domain has one left (a firing timer may register more);
+        then the watermark is back at ``MIN_TIMESTAMP`` for the next key, so none of its
+        records is late.
+
+        Only the current key has timers here: the previous keys' fired at their own end.
+        """
+        event, processing = self._event_time_timers, self._processing_time_timers
+        while len(event) or len(processing):
+            self._current_watermark = MAX_TIMESTAMP
+            self._fire_due(event, MAX_TIMESTAMP, self._triggerable.on_event_time)
+            self._fire_due(processing, MAX_TIMESTAMP, self._triggerable.on_processing_time)
+        self._current_watermark = MIN_TIMESTAMP
+
     def _on_processing_time(self, time: int) -> None:
         """The ProcessingTimeService callback: fire every processing-time timer with
         ``timestamp <= time`` and register for the next one."""
@@ -457,6 +474,17 @@ class InternalTimeServiceManager:
         timers (Flink's ``advanceWatermark``)."""
         for service in self._services.values():
             service.advance_watermark(timestamp)
+
+    def fire_all_for_batch_key(self) -> None:
+        """BATCH execution: :meth:`InternalTimerService.fire_all_for_batch_key` of every
+        service, until none has a timer left (a timer of one service may register one in
+        another)."""
+        services = list(self._services.values())
+        for service in services:
+            service.fire_all_for_batch_key()
+        while any(s.num_event_time_timers() or s.num_processing_time_timers() for s in services):
+            for service in services:
+                service.fire_all_for_batch_key()
 
     def num_event_time_timers(self) -> int:
         return sum(s.num_event_time_timers() for s in self._services.values())

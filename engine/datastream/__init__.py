@@ -68,7 +68,7 @@ _EXPORTS = {
     "FunctionInitializationContext": "rill.operators.checkpointed_function",
     "FunctionSnapshotContext": "rill.operators.checkpointed_function",
     "TimeDomain": "rill.operators.timer_service",
-    "RuntimeExecutionMode": "rill.datastream.stream_execution_environment",
+    "RuntimeExecutionMode": "rill.common.execution_options",
     "StreamExecutionEnvironment": "rill.datastream.stream_execution_environment",
 }
 

@@ -1,6 +1,6 @@
 """PyFlink's ``pyflink.datastream.execution_mode``: ``RuntimeExecutionMode``, defined in
-:mod:`rill.datastream.stream_execution_environment`."""
+:mod:`rill.common.execution_options` (with the ``execution.runtime-mode`` option)."""
 
-from rill.datastream.stream_execution_environment import RuntimeExecutionMode
+from rill.common.execution_options import RuntimeExecutionMode
 
 __all__ = ["RuntimeExecutionMode"]

@@ -3,10 +3,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Callable, List, Optional, Sequence
 
 from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
 from rill.common.configuration import ConfigOptions, Configuration, load_configuration
+from rill.common.execution_options import (
+    ExecutionOptions,
+    RuntimeExecutionMode,
+    configured_runtime_mode,
+    runtime_mode_of,
+)
 from rill.common.execution_config import ExecutionConfig
 from rill.common.job_execution_result import JobExecutionResult
 from rill.datastream.checkpoint_config import CheckpointConfig
@@ -37,13 +44,7 @@ from rill.operators.source_operator import SourceOperator
 
 __all__ = ["StreamExecutionEnvironment", "RuntimeExecutionMode"]
 
-
-class RuntimeExecutionMode:
-    """Flink's runtime modes; Rill runs every job in ``STREAMING``."""
-
-    STREAMING = "STREAMING"
-    BATCH = "BATCH"
-    AUTOMATIC = "AUTOMATIC"
+_LOG = logging.getLogger(__name__)
 
 
 # Set by `rill run` / `rill plan` (Flink's StreamContextEnvironment / OptimizerPlanEnvironment):
@@ -138,12 +139,28 @@ class StreamExecutionEnvironment:
     def get_buffer_timeout(self) -> int:
         return self._buffer_timeout_ms
 
-    def set_runtime_mode(self, mode: str) -> "StreamExecutionEnvironment":
-        if mode != RuntimeExecutionMode.STREAMING:
-            raise NotImplementedError(
-                f"Runtime mode {mode} is not implemented: Rill runs every job in STREAMING mode"
-            )
+    def set_runtime_mode(self, mode: RuntimeExecutionMode) -> "StreamExecutionEnvironment":
+        """Run the program in ``mode`` (writes ``execution.runtime-mode``): ``STREAMING`` (the
+        default), ``BATCH`` (bounded programs: keyed input processed key by key, final results
+        only, timers firing at the end of each key, no watermarks but the final one, no
+        checkpoints) or ``AUTOMATIC`` (BATCH when every source is bounded). See
+        ``rill.graph.batch_translation``.
+
+        :param mode: a ``RuntimeExecutionMode`` (or its name).
+        :raises ValueError: for anything else, naming the value. A BATCH program with an
+            unbounded source fails when its graph is built (``execute``), naming the source.
+        """
+        mode = runtime_mode_of(mode, "StreamExecutionEnvironment.set_runtime_mode")
+        self._config.set(ExecutionOptions.RUNTIME_MODE, mode.name)
         return self
+
+    def get_runtime_mode(self) -> RuntimeExecutionMode:
+        """The configured mode (``AUTOMATIC`` stays ``AUTOMATIC``; the StreamGraph's
+        ``runtime_mode`` is the mode chosen).
+
+        :raises ValueError: if ``execution.runtime-mode`` names no mode.
+        """
+        return configured_runtime_mode(self._config)
 
     # -- PyFlink settings Rill does not have yet: a clear error instead of AttributeError -----
     def _not_yet(self, what: str, why: str) -> None:
@@ -295,10 +312,23 @@ class StreamExecutionEnvironment:
             list(self._transformations), job_name=job_name, chaining_enabled=self._chaining,
             default_parallelism=self._parallelism, default_max_parallelism=self._max_parallelism,
             default_buffer_timeout_ms=self._buffer_timeout_ms,
+            runtime_mode=configured_runtime_mode(self._config),
+            batch_max_buffered_records=self._config.get(ExecutionOptions.SORTED_INPUTS_MAX_RECORDS),
         ).generate()
+        if graph.runtime_mode is RuntimeExecutionMode.BATCH:
+            self._disable_checkpointing_for_batch()
         if clear_transformations:
             self._transformations.clear()
         return graph
+
+    def _disable_checkpointing_for_batch(self) -> None:
+        """As Flink's ``configureStreamGraphBatch``: a BATCH job takes no checkpoints, so an
+        enabled checkpoint interval is removed from the configuration (logged, not an error)."""
+        key = CheckpointingOptions.CHECKPOINTING_INTERVAL.key
+        if self._config.contains_key(key):
+            self._config.remove_config(key)
+            _LOG.info("Disabled Checkpointing. Checkpointing is not supported and not needed when "
+                      "executing jobs in BATCH mode.")
 
     def get_execution_plan(self) -> str:
         """Flink's JSON execution plan of the StreamGraph (paste into the Flink plan

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set, Tuple
 
+from rill.common.execution_options import RuntimeExecutionMode
 from rill.graph.transformations import ExchangeMode
 from rill.operators.base import ChainingStrategy
 from rill.state.key_groups import compute_default_max_parallelism
@@ -200,6 +201,8 @@ class StreamGraph:
     def __init__(self, job_name: str = "Rill Streaming Job", chaining_enabled: bool = True):
         self.job_name = job_name
         self.chaining_enabled = chaining_enabled
+        #: the mode the job runs in (BATCH or STREAMING, never AUTOMATIC: the generator decides)
+        self.runtime_mode = RuntimeExecutionMode.STREAMING
         self.nodes: Dict[int, StreamNode] = {}
         #: slot sharing group name -> ResourceSpec, for groups given resources (Flink's
         #: StreamGraph.slotSharingGroupResources)

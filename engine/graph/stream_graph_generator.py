@@ -16,13 +16,17 @@ Follows Flink's ``StreamGraphGenerator`` and its translators (``transform`` with
   the order their consumers were translated (what Flink's hashing and chaining see).
 
 Everything is validated here, before anything runs: parallelism and max parallelism, forward
-edges between different parallelisms, unknown transformation types.
+edges between different parallelisms, unknown transformation types, and a BATCH program's
+sources (all bounded). In BATCH mode nodes get the operators of
+:mod:`rill.graph.batch_translation`.
 """
 
 from __future__ import annotations
 
 from typing import Dict, Iterable, List, Optional
 
+from rill.common.execution_options import ExecutionOptions, RuntimeExecutionMode
+from rill.graph.batch_translation import batch_operator_factory, executes_in_batch_mode
 from rill.graph.stream_graph import (
     DEFAULT_SLOT_SHARING_GROUP,
     ONE_INPUT_TASK,
@@ -57,6 +61,10 @@ class StreamGraphGenerator:
     :param default_parallelism: parallelism of transformations that have -1.
     :param default_max_parallelism: the environment's max parallelism (-1 = unset).
     :param default_buffer_timeout_ms: buffer timeout of transformations that have none.
+    :param runtime_mode: ``STREAMING`` (default), ``BATCH`` or ``AUTOMATIC`` (BATCH when every
+        source is bounded); the graph's ``runtime_mode`` is the one it runs in.
+    :param batch_max_buffered_records: in BATCH mode, records a keyed input holds in memory per
+        subtask before it spills to disk.
     :raises ValueError: on a default parallelism below 1 or a default max parallelism out of
         ``1..32768`` (other than -1).
     """
@@ -69,6 +77,8 @@ class StreamGraphGenerator:
         default_parallelism: int = 1,
         default_max_parallelism: int = -1,
         default_buffer_timeout_ms: int = 100,
+        runtime_mode: RuntimeExecutionMode = RuntimeExecutionMode.STREAMING,
+        batch_max_buffered_records: int = ExecutionOptions.SORTED_INPUTS_MAX_RECORDS.default,
     ):
         if not isinstance(default_parallelism, int) or default_parallelism < 1:
             raise ValueError(f"The default parallelism must be at least 1, got {default_parallelism!r}.")
@@ -85,6 +95,9 @@ class StreamGraphGenerator:
         self.default_parallelism = default_parallelism
         self.default_max_parallelism = default_max_parallelism
         self.default_buffer_timeout_ms = default_buffer_timeout_ms
+        self.runtime_mode = runtime_mode
+        self.batch_max_buffered_records = batch_max_buffered_records
+        self._batch = False
         self._already_transformed: Dict[int, List[int]] = {}
         self._next_virtual_id = -1
         self.stream_graph: Optional[StreamGraph] = None
@@ -93,10 +106,14 @@ class StreamGraphGenerator:
         """Translate all transformations (each once).
 
         :raises ValueError: for an invalid parallelism / max parallelism, forward
-            partitioning between different parallelisms, duplicate transformation ids.
+            partitioning between different parallelisms, duplicate transformation ids, an
+            unbounded source in BATCH mode.
         :raises TypeError: for an unknown transformation type.
         """
+        self._batch = executes_in_batch_mode(self.runtime_mode, self.transformations)
         self.stream_graph = StreamGraph(self.job_name, self.chaining_enabled)
+        self.stream_graph.runtime_mode = (RuntimeExecutionMode.BATCH if self._batch
+                                          else RuntimeExecutionMode.STREAMING)
         self._already_transformed = {}
         self._next_virtual_id = -1
         for t in self.transformations:
@@ -167,10 +184,11 @@ class StreamGraphGenerator:
             vertex_class = TWO_INPUT_TASK
         else:
             vertex_class = ONE_INPUT_TASK
+        factory = batch_operator_factory(t, self.batch_max_buffered_records) if self._batch else t.operator_factory
         node = StreamNode(
             id=t.id,
             operator_name=operator_name,
-            operator_factory=t.operator_factory,
+            operator_factory=factory,
             parallelism=parallelism,
             max_parallelism=max_parallelism,
             slot_sharing_group=self._determine_slot_sharing_group(t.slot_sharing_group, all_input_ids),
@@ -183,7 +201,8 @@ class StreamGraphGenerator:
             is_source=isinstance(t, SourceTransformation),
             is_sink=isinstance(t, SinkTransformation),
             source=getattr(t, "source", None),
-            watermark_alignment=getattr(t, "watermark_alignment", None),
+            # BATCH generates no watermarks, so there is nothing to align
+            watermark_alignment=None if self._batch else getattr(t, "watermark_alignment", None),
             operator_description=t.description,
             job_vertex_class=vertex_class,
         )
