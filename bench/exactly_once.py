@@ -1,7 +1,8 @@
 """The exactly-once suite (issue 11), in the spirit of Flink's ``StreamCheckpointingITCase``:
 a job counts N records over 40 keys at parallelism 4 with aligned EXACTLY_ONCE checkpoints
 every 500 ms into an exactly-once ``FileSink``; one failure is injected at a random record
-between 40% and 70% of the input; after the restart (from the latest completed checkpoint) the
+between 40% and 70% of the input (or the first record after it that comes once a checkpoint
+completed, so that there is one to restore); after the restart (from the latest completed one) the
 committed output must hold every record exactly once and every key's counts must be exactly
 ``1 .. N/40``, each once (keyed state neither lost nor counted twice).
 
@@ -35,7 +36,7 @@ from typing import Callable, List, Optional
 import numpy as np
 
 from rill.common import Encoder
-from rill.common.functions import KeyedProcessFunction, MapFunction
+from rill.common.functions import CheckpointListener, KeyedProcessFunction, MapFunction
 from rill.datastream.connectors import Boundedness, FileSink, Source, SourceReader, SourceSplit
 from rill.state import ValueStateDescriptor
 
@@ -90,21 +91,29 @@ class RangeSplitsSource(Source):
         return self.n
 
 
-class InjectFailure(MapFunction):
-    """Attempt 0 fails at record ``at``: ``exception`` raises; ``kill-task-process`` SIGKILLs
-    its own process; ``hold`` writes its pid to ``<markers>/held.pid`` and waits for
-    ``<markers>/release`` (the driver kills the TaskExecutor meanwhile). Later attempts pass
-    every record."""
+class InjectFailure(MapFunction, CheckpointListener):
+    """Attempt 0 fails at the first record ``>= at`` it sees once one of the job's checkpoints
+    completed (so that the restart restores one: ``at`` is drawn between 40% and 70% of the
+    input, and the first checkpoint usually completed long before): ``exception`` raises;
+    ``kill-task-process`` SIGKILLs its own process; ``hold`` writes its pid to
+    ``<markers>/held.pid`` and waits for ``<markers>/release`` (the driver kills the
+    TaskExecutor meanwhile). The record it failed at is in ``<markers>/failed``. Later attempts
+    pass every record."""
 
     def __init__(self, at: int, kind: str, markers: str):
         self.at, self.kind, self.markers = at, kind, markers
 
     def open(self, runtime_context):
         self.armed = runtime_context.get_attempt_number() == 0
+        self.checkpointed = False
+
+    def notify_checkpoint_complete(self, checkpoint_id):
+        self.checkpointed = True
 
     def map(self, value):
-        if value == self.at and self.armed:
-            Path(self.markers, "failed").touch()
+        if value >= self.at and self.armed and self.checkpointed:
+            self.armed = False
+            Path(self.markers, "failed").write_text(str(value))
             if self.kind == "exception":
                 raise RuntimeError(f"injected failure at record {value}")
             if self.kind == "kill-task-process":
@@ -192,6 +201,7 @@ class RunResult:
     records: int
     fail_at: int
     seconds: float
+    failed_at: int  # the record attempt 0 failed at
     completed_checkpoints: int
     restored: bool  # the restart began from a completed checkpoint's keyed counts
 
@@ -226,8 +236,9 @@ def run_once(make_env: Callable[[], object], seed: int, kind: str, n: int, work_
     stats = client.get_checkpoint_stats()
     completed = 0 if stats is None else stats.counts.number_of_completed_checkpoints
     assert Path(markers, "failed").exists(), f"seed={seed}: no failure was injected"
+    failed_at = int(Path(markers, "failed").read_text())
     restored = check_output(out_dir, n)
-    return RunResult(seed, kind, n, fail_at, seconds, completed, restored)
+    return RunResult(seed, kind, n, fail_at, seconds, failed_at, completed, restored)
 
 
 def main(argv=None) -> int:
@@ -272,7 +283,8 @@ def main(argv=None) -> int:
 
                 r = run_once(make_env, first + i, kind, args.records, os.path.join(tmp, f"run-{i}"), kill_te)
                 results.append(r)
-                print(f"  ok: {r.seconds:.1f} s, {r.completed_checkpoints} checkpoints completed, "
+                print(f"  ok: {r.seconds:.1f} s, failed at record {r.failed_at}, {r.completed_checkpoints} checkpoints "
+                      f"completed, "
                       f"restart {'from a checkpoint' if r.restored else 'from nothing'}", flush=True)
         finally:
             if cluster is not None:
