@@ -17,7 +17,7 @@ import pytest
 from rill.common import JobStatus
 from rill.common.connector.source import read_version_and_deserialize
 from rill.common.functions import MapFunction, SinkFunction, SourceFunction
-from rill.datastream import CheckpointingMode
+from rill.datastream import CheckpointingMode, StreamExecutionEnvironment
 from rill.datastream.connectors import Boundedness, Source, SourceReader, SourceSplit
 from rill.runtime.errors import JobExecutionException
 from rill.state.checkpoint.storage import create_checkpoint_storage
@@ -101,7 +101,7 @@ def wait_for(condition, what):
 
 def setup(env, tmp_path, wait_in):
     markers, out = tmp_path / "markers", tmp_path / "out"
-    markers.mkdir()
+    markers.mkdir(parents=True)
     out.mkdir()
     env.enable_checkpointing(100)
     conf = env.get_configuration()
@@ -110,7 +110,8 @@ def setup(env, tmp_path, wait_in):
     conf.set_string("restart-strategy.fixed-delay.attempts", "1")
     conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
     source = Blocks(str(markers), wait_in)
-    env.from_source(source, None, "blocks").set_parallelism(1).add_sink(PerAttempt(str(out))).set_parallelism(1)
+    (env.from_source(source, None, "blocks").uid("blocks").set_parallelism(1)
+        .add_sink(PerAttempt(str(out))).uid("lines").set_parallelism(1))
     return source, markers, out
 
 
@@ -205,3 +206,35 @@ def test_at_least_once_runs_over_a_source_that_cannot_replay(env, tmp_path):
     env.add_source(Once(), "legacy").add_sink(Lines(str(tmp_path / "out.txt")))
     env.execute("allowed")
     assert (tmp_path / "out.txt").read_text() == "1\n"
+
+
+def test_a_job_started_from_a_checkpoint_goes_on_with_its_splits_and_checkpoint_ids(env, tmp_path):
+    """Job 1 stops half-way through split 1 and is cancelled after a checkpoint n; job 2 starts
+    from chk-n (``execution.state-recovery.path``) with checkpointing: it reads split 1 from its
+    position and split 2, not split 0 (the enumerator state of n), and numbers its own
+    checkpoints after n (the restored source coordinator refuses ids up to n)."""
+    checkpoints = tmp_path / "checkpoints"
+    _source, markers, out = setup(env, tmp_path / "first", wait_in=1)
+    env.get_configuration().set_string("execution.checkpointing.dir", str(checkpoints))
+    first = env.execute_async("first")
+    wait_for((markers / "waiting").exists, "the reader to wait in split 1")
+    seen = completed_checkpoints(first)
+    wait_for(lambda: completed_checkpoints(first) >= seen + 2, "a checkpoint taken while the reader waits")
+    first.cancel()
+    assert first.wait(TIMEOUT_S) is JobStatus.CANCELED
+    latest = create_checkpoint_storage(str(checkpoints), str(first.get_job_id())).latest_completed_checkpoint()
+    n = int(latest.rstrip("/").rsplit("chk-", 1)[1])
+    assert by_attempt(out) == {0: list(range(SPLIT + SPLIT // 2))}
+
+    env2 = StreamExecutionEnvironment.get_execution_environment()
+    _source, markers2, out2 = setup(env2, tmp_path / "second", wait_in=2)
+    env2.get_configuration().set_string("execution.checkpointing.dir", str(checkpoints))
+    env2.get_configuration().set_string("execution.state-recovery.path", latest)
+    second = env2.execute_async("second")
+    wait_for((markers2 / "waiting").exists, "the reader to wait in split 2")
+    wait_for(lambda: completed_checkpoints(second) >= 2, "two checkpoints of the second job")
+    ids = [cid for cid, _ in create_checkpoint_storage(str(checkpoints), str(second.get_job_id())).completed_checkpoints()]
+    assert ids and min(ids) > n
+    (markers2 / "go").touch()
+    second.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert by_attempt(out2) == {0: list(range(SPLIT + SPLIT // 2, 3 * SPLIT))}
