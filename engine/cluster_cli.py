@@ -53,9 +53,13 @@ def run_cluster_command(args) -> int:
 
 
 def _detached(args, port: int) -> int:
-    """Run ``start``/``join`` in a new session whose output goes to the cluster's log file, and
-    wait for it: the actor processes fork from that process and inherit its file descriptors,
-    so they must never hold this command's stdout (a caller reading it would wait forever)."""
+    """Run ``start``/``join`` in a new session, and wait for it: the actor processes fork from
+    that process and inherit its file descriptors, so they must never hold this command's stdout
+    (a caller reading it would wait forever). Their stdout goes to ``cluster-<port>.out`` (what
+    ``print()`` in user functions writes, as Flink's TaskManager ``.out`` files); their stderr is
+    appended to the cluster's log ``cluster-<port>.log`` (Python tracebacks and warnings of a
+    process are diagnostics, not the job's output). What the command itself said is echoed:
+    its ``.out`` text, and on failure the log's new text too (where its error went)."""
     import subprocess  # noqa: PLC0415
 
     from rill.runtime.cluster.actor_system import lock_port, port_bindable, run_dir  # noqa: PLC0415
@@ -77,13 +81,20 @@ def _detached(args, port: int) -> int:
                         ("--leader", args.leader), ("--secret-file", args.secret_file)):
         if value is not None:
             argv += [flag, str(value)]
-    log = run_dir() / f"cluster-{port}.out"  # the processes' stdout (print sinks), as Flink's .out files
-    with lock, open(log, "wb") as out:
-        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+    out_path, log_path = run_dir() / f"cluster-{port}.out", run_dir() / f"cluster-{port}.log"
+    # append mode: the actors' log handler appends to the same file, neither overwrites the other
+    with lock, open(out_path, "wb") as out, open(log_path, "ab") as err:
+        log_offset = err.tell()
+        rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                             start_new_session=True).returncode
-    text = log.read_text(errors="replace")
-    stream = sys.stdout if rc == 0 else sys.stderr
-    stream.write(text)
+    text = out_path.read_text(errors="replace")
+    if rc == 0:
+        sys.stdout.write(text)
+        return rc
+    with open(log_path, "rb") as f:
+        f.seek(log_offset)
+        text += f.read().decode(errors="replace")
+    sys.stderr.write(text)
     return rc
 
 

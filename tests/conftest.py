@@ -64,8 +64,13 @@ class LocalCluster:
 
     @property
     def out_file(self) -> Path:
-        """The cluster processes' stdout and stderr (``print()`` of its tasks)."""
+        """The cluster processes' stdout (``print()`` of its tasks)."""
         return self.run_dir / f"cluster-{self.port}.out"
+
+    @property
+    def log_file(self) -> Path:
+        """The cluster's log: its actors' log records and its processes' stderr."""
+        return self.run_dir / f"cluster-{self.port}.log"
 
     @property
     def address(self) -> str:

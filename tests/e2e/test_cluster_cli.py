@@ -198,22 +198,33 @@ def test_the_cluster_log_records_job_events_at_info_not_each_task(local_cluster,
 
 
 def test_rill_run_says_where_print_output_of_a_cluster_job_went(local_cluster, tmp_path):
+    """print() of cluster tasks goes to the .out file and only there; what the cluster's
+    processes write to stderr goes to the cluster's log (the README's cluster section)."""
     cluster = local_cluster(1, 1)
     (tmp_path / "printing.py").write_text(
+        "import sys\n"
         "from rill.datastream import StreamExecutionEnvironment\n"
+        "def warn(x):\n"
+        "    print('written-to-stderr-by-the-task', file=sys.stderr)\n"
+        "    return x\n"
         "env = StreamExecutionEnvironment.get_execution_environment()\n"
-        "env.from_collection(['printed-by-the-task']).print()\n"
+        "env.from_collection(['printed-by-the-task']).map(warn).print()\n"
         "env.execute('Printing')\n")
     proc = rill(tmp_path, cluster.env, "run", "--target", cluster.address, "printing.py")
     assert proc.returncode == 0, proc.stderr
-    out_file = cluster.run_dir / f"cluster-{cluster.port}.out"
+    out_file = cluster.out_file
     assert proc.stderr.splitlines()[-2] == (
         f"rill: the job's print() output went to the cluster's stdout, {out_file} "
         "(as Flink's TaskManager .out files), not to this terminal")
     assert "printed-by-the-task" not in proc.stdout
+    # the .out file holds the start command's two lines, then exactly what the task printed
     wait_until(lambda: "printed-by-the-task" in out_file.read_text(), lambda: out_file.read_text())
+    assert out_file.read_text().splitlines()[2:] == ["printed-by-the-task"]
+    wait_until(lambda: "written-to-stderr-by-the-task" in cluster.log_file.read_text().splitlines(),
+               lambda: cluster.log_file.read_text())
     embedded = rill(tmp_path, cluster.env, "run", "printing.py")
     assert "printed-by-the-task" in embedded.stdout and "print() output went" not in embedded.stderr
+    assert "written-to-stderr-by-the-task" in embedded.stderr
 
 
 def test_remote_tracebacks_show_the_program_file_and_line(local_cluster, tmp_path):

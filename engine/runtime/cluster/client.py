@@ -333,6 +333,17 @@ class ClusterJobClient:
         report = self._report
         return [] if report is None else list(report.metrics)
 
+    def get_network_memory_segments(self) -> Dict[str, Tuple[int, int]]:
+        """``"Name (i/p)"`` → ``(available, total)`` memory segments of the NetworkBufferPool of
+        that task's process, as of the latest report (Flink's TaskManager metrics
+        ``Status.Shuffle.Netty.AvailableMemorySegments`` / ``TotalMemorySegments``; every
+        cluster task has a process of its own). Once a task has ended: as read right before it
+        reported its final state, so ``available == total`` there says the task had given every
+        buffer back when it reported FINISHED, CANCELED or FAILED. Empty before the first report.
+        """
+        report = self._report
+        return {} if report is None else dict(report.network_memory)
+
     def get_vertex_summaries(self):
         report = self._report
         return [] if report is None else list(report.vertex_summaries)

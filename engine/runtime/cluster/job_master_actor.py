@@ -114,6 +114,7 @@ class RemoteTask:
         self.actor = None  # the StreamTask actor, once its process is ready
         self.data_address = None
         self.pid = None
+        self.network_memory = None  # (available, total) segments of its process, as last reported
         self.cancel_requested = False
         self.released = False  # the job is over for this task: its process is asked to exit
 
@@ -245,6 +246,7 @@ class JobMasterActor(Actor):
         self.supervisor = None
         self.heartbeat_interval_s = 1.0
         self.last_heartbeat = 0.0
+        self.unanswered_heartbeats: set = set()  # resource ids of TaskExecutors yet to answer
         self.watch = ParentWatch()
         self.orphaned = False
         self.lost_resources = set()  # resource ids of lost TaskExecutors that held this job's slots
@@ -287,6 +289,7 @@ class JobMasterActor(Actor):
         elif isinstance(msg, m.TaskExecutionStateUpdate):
             task = self._task(msg.attempt_id)
             task.metrics.update(msg.snapshot, msg.source_progress)
+            task.network_memory = msg.network_memory or task.network_memory
             failure = None
             if msg.failure is not None:
                 failure = cloudpickle.loads(msg.failure)
@@ -295,7 +298,9 @@ class JobMasterActor(Actor):
                           type(failure.error).__name__, failure.error)
             task.update_state(ExecutionState[msg.state], failure)
         elif isinstance(msg, m.TaskMetricsReport):
-            self._task(msg.attempt_id).metrics.update(msg.snapshot, msg.source_progress)
+            task = self._task(msg.attempt_id)
+            task.metrics.update(msg.snapshot, msg.source_progress)
+            task.network_memory = msg.network_memory
         elif isinstance(msg, m.RequestSplit):
             self._serve_split(msg, sender)
         elif isinstance(msg, m.ReportedWatermarkEvent):
@@ -306,6 +311,8 @@ class JobMasterActor(Actor):
         elif isinstance(msg, m.CancelJob):
             if self.jm is not None:
                 self.jm.cancel()
+        elif isinstance(msg, m.JobMasterHeartbeatAck):
+            self.unanswered_heartbeats.discard(msg.resource_id)
         elif isinstance(msg, m.TaskExecutorLost):
             self.lost_resources.add(msg.resource_id)
             lost = [t for t in self.deployer.tasks.values() if t.slot.resource_id == msg.resource_id] \
@@ -535,13 +542,16 @@ class JobMasterActor(Actor):
 
     def _heartbeat(self) -> None:
         """``JobMasterHeartbeat`` to every TaskExecutor with a slot of this job, every
-        ``heartbeat.interval``."""
+        ``heartbeat.interval``, but never a second one before it answered the first (see
+        ``JobMasterHeartbeatAck``: a hung TaskExecutor must not mute this JobMaster)."""
         now = time.monotonic()
         if self.deployer is None or self.final_sent or now - self.last_heartbeat < self.heartbeat_interval_s:
             return
         self.last_heartbeat = now
-        for te in {str(s.task_executor): s.task_executor for s in self.deployer.slots}.values():
-            self.send(te, m.JobMasterHeartbeat(self.job_id))
+        for rid, te in {s.resource_id: s.task_executor for s in self.deployer.slots}.items():
+            if rid not in self.unanswered_heartbeats:
+                self.unanswered_heartbeats.add(rid)
+                self.send(te, m.JobMasterHeartbeat(self.job_id))
 
     # -- end and reports --------------------------------------------------------------------------
     def _on_terminal(self, jm) -> None:
@@ -594,7 +604,9 @@ class JobMasterActor(Actor):
             source_progress=jm.source_progress(),
             source_units_are_bytes=jm.source_units_are_bytes(),
             net_runtime_ms=jm.get_net_runtime_ms(), result=result, rest_snapshot=self._rest_snapshot(jm),
-            job_master_pid=os.getpid(), failure_cause=cause, checkpoint_stats=jm.get_checkpoint_stats())
+            job_master_pid=os.getpid(), failure_cause=cause, checkpoint_stats=jm.get_checkpoint_stats(),
+            network_memory={t.task_name_with_subtasks: t.network_memory for t in self.deployer.tasks.values()
+                            if t.network_memory is not None})
 
     def _rest_snapshot(self, jm):
         """The job as the REST API shows it; None (logged) if it cannot be read: the REST

@@ -126,6 +126,11 @@ class JobStatusReport:
         task. :ivar result: at the end, the pickled ``JobExecutionResult`` or exception.
     :ivar failure_cause: at the end of a failed job, its exception as text (the Dispatcher
         logs it without loading user code).
+    :ivar network_memory: ``"Name (i/p)"`` → ``(available, total)`` memory segments of the
+        NetworkBufferPool of that task's process as it last reported them (Flink's
+        ``Status.Shuffle.Netty.AvailableMemorySegments`` / ``TotalMemorySegments``, which are
+        per TaskManager: a cluster task has a process of its own); once the task is terminal,
+        as read right before it reported that state.
     """
 
     job_id: str
@@ -144,6 +149,7 @@ class JobStatusReport:
     failure_cause: Optional[str] = None
     #: the job's ``CheckpointStatsSnapshot`` (``None`` without checkpointing)
     checkpoint_stats: Any = None
+    network_memory: Dict[str, Tuple[int, int]] = field(default_factory=dict)
 
     __repr__ = _short_repr
 
@@ -356,10 +362,22 @@ class CancelJobTasks:
 @dataclass(frozen=True)
 class JobMasterHeartbeat:
     """JobMaster → each TaskExecutor running its tasks, every ``heartbeat.interval`` ms (Flink's
-    JobMaster↔TaskExecutor heartbeat): without one for ``heartbeat.timeout`` ms the
+    JobMaster↔TaskExecutor heartbeat request): without one for ``heartbeat.timeout`` ms the
     TaskExecutor stops the job's tasks and frees their slots."""
 
     job_id: str
+
+
+@dataclass(frozen=True)
+class JobMasterHeartbeatAck:
+    """TaskExecutor → JobMaster, for each ``JobMasterHeartbeat`` (Flink's heartbeat response).
+    The JobMaster sends a TaskExecutor its next heartbeat only once the last one is answered: a
+    process that hangs (SIGSTOP) takes messages into its socket but never acknowledges them, and
+    Thespian lets an actor have only 20 unacknowledged transmits (``MAX_PENDING_TRANSMITS``)
+    before it queues everything it sends, to every peer, for up to 5 minutes."""
+
+    job_id: str
+    resource_id: str
 
 
 # ---------------------------------------------------------------- JobMaster ↔ TaskExecutor ↔ StreamTask
@@ -440,22 +458,31 @@ class DeployTask:
 
 @dataclass(frozen=True, repr=False)
 class TaskExecutionStateUpdate:
-    """StreamTask → JobMaster. ``failure`` is a pickled ``TaskFailure`` when the task failed."""
+    """StreamTask → JobMaster. ``failure`` is a pickled ``TaskFailure`` when the task failed;
+    ``network_memory`` is ``(available, total)`` memory segments of the task process's
+    NetworkBufferPool, read on the task thread right before it reported ``state`` (for a
+    terminal state: after the task released its partitions and gates)."""
 
     attempt_id: str
     state: str
     failure: Optional[bytes] = None
     snapshot: Any = None
     source_progress: int = 0
+    network_memory: Optional[Tuple[int, int]] = None
 
     __repr__ = _short_repr
 
 
 @dataclass(frozen=True, repr=False)
 class TaskMetricsReport:
+    """StreamTask → JobMaster every ``METRICS_INTERVAL``: the task's metrics, its source
+    progress and ``network_memory``, ``(available, total)`` memory segments of its process's
+    NetworkBufferPool."""
+
     attempt_id: str
     snapshot: Any
     source_progress: int
+    network_memory: Optional[Tuple[int, int]] = None
 
     __repr__ = _short_repr
 

@@ -47,18 +47,29 @@ METRICS_INTERVAL = timedelta(milliseconds=200)
 
 
 class _Outbox:
-    """Messages from any thread to the actor's thread; ``post`` wakes the actor."""
+    """Messages from any thread to the actor's thread; ``post`` wakes the actor.
+
+    Its socket pair is never closed: it lives until the process exits. Thespian keeps watching
+    the read end while it drains the last transmits after an ``ActorExitRequest`` (it clears an
+    actor's watch list only after other messages), and a closed descriptor whose number a new
+    transmit socket reuses makes its selector raise ``KeyError: ... is already registered``
+    out of the actor process (the traceback once seen in a cluster's output). ``seal`` stops
+    the wake-ups instead.
+    """
 
     def __init__(self) -> None:
         self._queue: collections.deque = collections.deque()
         self._r, self._w = socket.socketpair()
         self._r.setblocking(False)
         self._w.setblocking(False)
+        self._sealed = False
 
     def fileno(self) -> int:
         return self._r.fileno()
 
     def post(self, target: Any, msg: Any) -> None:
+        if self._sealed:
+            return  # the actor is exiting: nobody would deliver it
         self._queue.append((target, msg))
         try:
             self._w.send(b"x")
@@ -74,9 +85,9 @@ class _Outbox:
         while self._queue:
             yield self._queue.popleft()
 
-    def close(self) -> None:
-        self._r.close()
-        self._w.close()
+    def seal(self) -> None:
+        """Drop what is posted from now on (the actor has sent its last messages)."""
+        self._sealed = True
 
 
 class RemoteSourceCoordinator:
@@ -168,6 +179,7 @@ class StreamTaskActor(Actor):
         self.partition_manager = None
         self.connection_manager = None
         self.task = None
+        self.network = None  # the task's NetworkEnvironment (its process's buffer budget)
         self.coordinators: Dict[int, RemoteSourceCoordinator] = {}
         self.released = False
         self.task_name = "?"
@@ -271,9 +283,9 @@ class StreamTaskActor(Actor):
         configuration = load_configuration(job_information.job_configuration)
         # this process runs this one task: its collector is tuned for records (see python_gc)
         apply_gc_thresholds(parse_gc_thresholds(configuration.get(ConfigOptions.TASK_GC_THRESHOLDS)))
-        network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
-                                     configuration=configuration)
-        self.task = Task(tdd, network, self.coordinators, self._on_state,
+        self.network = NetworkEnvironment(self.partition_manager, connection_manager=self.connection_manager,
+                                          configuration=configuration)
+        self.task = Task(tdd, self.network, self.coordinators, self._on_state,
                          ActorCheckpointResponder(self.outbox, self.job_master))
         self.task.start()
 
@@ -295,7 +307,12 @@ class StreamTaskActor(Actor):
         snapshot = task.metrics.snapshot() if state.is_terminal() else None
         progress = task.metrics.source_progress() if state.is_terminal() else 0
         self.outbox.post(self.job_master, m.TaskExecutionStateUpdate(self.attempt_id, state.name, payload,
-                                                                     snapshot, progress))
+                                                                     snapshot, progress, self._network_memory()))
+
+    def _network_memory(self):
+        """``(available, total)`` memory segments of this process's NetworkBufferPool."""
+        pool = self.network.network_buffer_pool
+        return pool.get_number_of_available_memory_segments(), pool.get_total_number_of_memory_segments()
 
     def _flush_outbox(self) -> None:
         for target, message in self.outbox.drain():
@@ -305,7 +322,7 @@ class StreamTaskActor(Actor):
         task = self.task
         if task is not None and not task.execution_state.is_terminal():
             self.send(self.job_master, m.TaskMetricsReport(self.attempt_id, task.metrics.snapshot(),
-                                                          task.metrics.source_progress()))
+                                                          task.metrics.source_progress(), self._network_memory()))
 
     def _orphaned(self) -> None:
         """The TaskExecutor's process exited: fail this task with that cause and exit."""
@@ -331,7 +348,7 @@ class StreamTaskActor(Actor):
             self.partition_manager.shutdown()
         if self.connection_manager is not None:
             self.connection_manager.shutdown()
-        self.outbox.close()
+        self.outbox.seal()
 
 
 def _pickle_failure(failure) -> bytes:

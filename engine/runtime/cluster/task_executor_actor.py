@@ -3,7 +3,8 @@ StreamTask actor (its own process) per task deployed into its slots (Flink's
 ``TaskExecutor`` as an RPC endpoint).
 
 It watches the JobMasters of the tasks it runs as Flink's TaskExecutor does: a JobMaster sends
-``JobMasterHeartbeat`` every ``heartbeat.interval`` ms; without one for ``heartbeat.timeout`` ms
+``JobMasterHeartbeat`` every ``heartbeat.interval`` ms (answered with ``JobMasterHeartbeatAck``);
+without one for ``heartbeat.timeout`` ms
 the JobMaster is lost, and the TaskExecutor stops that job's tasks and frees their slots at the
 ResourceManager (``CancelJobTasks`` from the ResourceManager does the same at once when the
 Dispatcher saw the JobMaster's process exit). When its parent, the ResourceManager, is gone it
@@ -70,6 +71,7 @@ class TaskExecutorActor(Actor):
         elif isinstance(msg, m.JobMasterHeartbeat):
             if msg.job_id in self.job_masters:
                 self.job_masters[msg.job_id] = time.monotonic()
+            self.send(sender, m.JobMasterHeartbeatAck(msg.job_id, self.resource_id))
         elif isinstance(msg, m.CancelJobTasks):
             self._stop_job_tasks(msg.job_id, msg.cause)
         elif isinstance(msg, m.StartTask):

@@ -359,3 +359,55 @@ def test_a_consumer_whose_channel_reports_a_transport_error_releases_its_buffers
     assert all(isinstance(seen["error"], (RemoteTransportError, PartitionReleasedError))
                for seen in at_failure.values())
     _check_everything_released(deployer, jm, at_failure)
+
+
+# ---------------------------------------------------------------------- real task processes
+
+
+CLUSTER_FAIL_AT = 60_000
+
+
+def _raise_at_cluster_point(x):
+    if x == CLUSTER_FAIL_AT:
+        raise ValueError(f"bad record {x}")
+    return x
+
+
+def test_a_failed_task_process_and_the_cancelled_ones_give_back_every_buffer_before_reporting(cluster):
+    """On a real cluster every task has a process of its own with its own NetworkBufferPool.
+    A consumer whose function raises mid-stream reports FAILED, the other tasks (other
+    processes, still running) are cancelled; each task reports its process's
+    ``(available, total)`` segments as read right before its final state."""
+    env = cluster.environment(2, **{"taskmanager.network.records-per-buffer": "16"})
+    (env.from_sequence(0, 10**7)
+        .key_by(lambda x: x % 10)
+        .map(_raise_at_cluster_point).name("Consume")
+        .add_sink(lambda v: None))
+    client = env.execute_async("fails in a task process")
+    names = {"Source: Sequence Source (1/2)", "Source: Sequence Source (2/2)", "Consume -> Sink: Unnamed (1/2)",
+             "Consume -> Sink: Unnamed (2/2)"}
+    # while it runs, the tasks' partitions and gates hold segments of their processes' pools
+    deadline = time.monotonic() + DEADLINE_S
+    while not (names <= client.get_network_memory_segments().keys() or client.is_done()):
+        assert time.monotonic() < deadline, "no network memory reported for every task"
+        time.sleep(0.01)
+    running = client.get_network_memory_segments()
+    with pytest.raises(JobExecutionException) as info:
+        client.get_job_execution_result().result(timeout=60)
+    assert str(info.value.__cause__) == f"bad record {CLUSTER_FAIL_AT}"
+    states = client.get_execution_states()
+    failed = [name for name, state in states.items() if state is ExecutionState.FAILED]
+    assert len(failed) == 1 and failed[0].startswith("Consume"), states
+    assert {n: states[n] for n in names - set(failed)} == dict.fromkeys(names - set(failed), ExecutionState.CANCELED)
+    consumer = next(s for s in client.get_metrics() if f"{s.task_name} ({s.subtask_index + 1}/2)" == failed[0])
+    assert consumer.num_records_in > 16  # mid-stream: whole buffers before the bad one
+    final = client.get_network_memory_segments()
+    assert final.keys() == names == running.keys()
+    assert all(total > 0 and available < total for available, total in running.values()), running
+    # the failed task: every segment back in its process's pool when it reported FAILED
+    assert final[failed[0]][0] == final[failed[0]][1], final
+    # a cancelled task: its partitions and gates hold nothing when it reports CANCELED, but a
+    # buffer the network server took from a subpartition without credit to send it (a reader's
+    # one-entry stash, network/netty/view_reader.py: at most one per consumer channel, 2 here)
+    # stays out until the network thread releases that reader, just after the report
+    assert all(0 <= total - available <= 2 for name, (available, total) in final.items()), final

@@ -179,6 +179,37 @@ def test_a_killed_task_executor_is_replaced(local_cluster):
     assert_next_job_runs_on_all_slots(c)
 
 
+def test_a_stopped_task_executor_is_lost_after_the_heartbeat_timeout_and_its_job_fails(local_cluster):
+    """SIGSTOP: the TaskExecutor's process neither exits nor answers, so only its missing
+    heartbeats tell: the ResourceManager declares it lost after heartbeat.timeout, its job fails
+    naming it and the cause, and it is replaced. Once continued it exits (the ResourceManager
+    told it to), and no task process of it is left."""
+    c = local_cluster(2, 2, extra_env=HEARTBEATS)
+    client = start_victim_job(c)
+    # the ResourceManager's registrations (what `rill cluster status` lists), not a guess
+    rid, pid = sorted(c.task_executor_pids().items())[0]
+    assert pid in c.pids, "a TaskExecutor the status names must be a process of this cluster"
+    tasks = c.task_processes([pid])
+    assert tasks, "the victim job runs tasks in both TaskExecutors"
+    c.remember_processes_silently()
+    os.kill(pid, signal.SIGSTOP)
+    stopped_at = time.monotonic()
+    try:
+        message = job_failure(client)
+        lost_after_s = time.monotonic() - stopped_at
+        assert _stat(pid)[0] == "T", "the TaskExecutor must still be stopped when its job fails"
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert (f"TaskExecutor {rid} (pid {pid} on 127.0.0.1) was lost: no heartbeat for 3000 ms (heartbeat.timeout)"
+            in message), message
+    # its last heartbeat left at most one interval (200 ms) before the stop
+    assert lost_after_s >= 3.0 - 0.2, lost_after_s
+    wait_for(lambda: not any(_alive(p) for p in {pid, *tasks}), 20, "the lost TaskExecutor and its tasks to exit")
+    wait_for(lambda: pid not in c.task_executor_pids().values() and len(c.task_executor_pids()) == 2, 20,
+             "a new TaskExecutor in place of the lost one")
+    assert_next_job_runs_on_all_slots(c)
+
+
 def test_a_killed_task_process_fails_the_job_and_leaves_no_task(local_cluster):
     c = local_cluster(2, 2, extra_env=HEARTBEATS)
     client = start_victim_job(c)
