@@ -97,8 +97,8 @@ class InjectFailure(MapFunction, CheckpointListener):
     input, and the first checkpoint usually completed long before): ``exception`` raises;
     ``kill-task-process`` SIGKILLs its own process; ``hold`` writes its pid to
     ``<markers>/held.pid`` and waits for ``<markers>/release`` (the driver kills the
-    TaskExecutor meanwhile). The record it failed at is in ``<markers>/failed``. Later attempts
-    pass every record."""
+    TaskExecutor meanwhile). Only the first subtask that gets there fails (it creates
+    ``<markers>/failed`` with the record it failed at). Later attempts pass every record."""
 
     def __init__(self, at: int, kind: str, markers: str):
         self.at, self.kind, self.markers = at, kind, markers
@@ -113,7 +113,12 @@ class InjectFailure(MapFunction, CheckpointListener):
     def map(self, value):
         if value >= self.at and self.armed and self.checkpointed:
             self.armed = False
-            Path(self.markers, "failed").write_text(str(value))
+            try:  # one failure per run: the first subtask to get here claims it
+                fd = os.open(os.path.join(self.markers, "failed"), os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                return value
+            os.write(fd, str(value).encode())
+            os.close(fd)
             if self.kind == "exception":
                 raise RuntimeError(f"injected failure at record {value}")
             if self.kind == "kill-task-process":
