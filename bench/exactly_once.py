@@ -59,11 +59,27 @@ class RangeSplit(SourceSplit):
 
 
 class _RangeReader(SourceReader):
+    """Reads at most ``rate`` records/s (0: as fast as it can), so that a run lasts long
+    enough for checkpoints to complete before the failure whatever the machine's speed;
+    while ahead of its rate it reports nothing available (the task goes on taking
+    checkpoints), it never sleeps."""
+
+    def __init__(self, rate: float):
+        self.rate = rate
+        self._start: Optional[float] = None
+        self._emitted = 0
+
     def read(self, split: RangeSplit):
         step = self.batch_size
         for i in range(split.start, split.end, step):
+            if self.rate:
+                if self._start is None:
+                    self._start = time.monotonic()
+                while self._emitted > self.rate * (time.monotonic() - self._start):
+                    yield []
             batch = list(range(i, min(i + step, split.end)))
             self.progress_units += len(batch)
+            self._emitted += len(batch)
             yield batch
 
     def read_from(self, split: RangeSplit, records_to_skip: int):
@@ -72,17 +88,18 @@ class _RangeReader(SourceReader):
 
 class RangeSplitsSource(Source):
     """``0 .. n-1`` in ``splits`` contiguous splits handed out first-come first-served (more
-    splits than readers, so the enumerator's checkpointed state matters); replays exactly."""
+    splits than readers, so the enumerator's checkpointed state matters); replays exactly.
+    ``rate``: records/s per reader (0: unthrottled)."""
 
-    def __init__(self, n: int, splits: int = SPLITS):
-        self.n, self.splits = n, splits
+    def __init__(self, n: int, splits: int = SPLITS, rate: float = 0):
+        self.n, self.splits, self.rate = n, splits, rate
 
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
         n, k = self.n, self.splits
         return [RangeSplit(n * i // k, n * (i + 1) // k) for i in range(k) if n * (i + 1) // k > n * i // k]
 
     def create_reader(self) -> SourceReader:
-        return _RangeReader()
+        return _RangeReader(self.rate)
 
     def get_boundedness(self):
         return Boundedness.BOUNDED
@@ -145,9 +162,14 @@ class CountPerKey(KeyedProcessFunction):
         yield f"{value} {value % KEYS} {n} {self.attempt}"
 
 
-def build_job(env, n: int, out_dir: str, fail_at: int, kind: str, markers: str) -> None:
+#: records/s over all readers: a run of N records lasts about N / RATE s
+RATE = 200_000
+
+
+def build_job(env, n: int, out_dir: str, fail_at: int, kind: str, markers: str, rate: float = RATE) -> None:
     """The suite's job on ``env``: checkpoints every 500 ms (aligned EXACTLY_ONCE), one
-    restart without delay, source → failure injector → key_by(record % 40) → count → FileSink."""
+    restart without delay, source (``rate`` records/s in all) → failure injector →
+    key_by(record % 40) → count → FileSink."""
     env.set_parallelism(PARALLELISM)
     env.enable_checkpointing(INTERVAL_MS)
     conf = env.get_configuration()
@@ -155,7 +177,7 @@ def build_job(env, n: int, out_dir: str, fail_at: int, kind: str, markers: str) 
     conf.set_string("restart-strategy.fixed-delay.attempts", "1")
     conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
     sink = FileSink.for_row_format(out_dir, Encoder.simple_string_encoder()).build()
-    (env.from_source(RangeSplitsSource(n), None, "ranges")
+    (env.from_source(RangeSplitsSource(n, rate=rate / PARALLELISM), None, "ranges")
         .map(InjectFailure(fail_at, "hold" if kind == "kill-task-executor" else kind, markers)).name("inject")
         .key_by(lambda v: v % KEYS).process(CountPerKey()).uid("count").name("count")
         .sink_to(sink))
@@ -212,7 +234,8 @@ class RunResult:
 
 
 def run_once(make_env: Callable[[], object], seed: int, kind: str, n: int, work_dir: str,
-             kill_task_executor: Optional[Callable[[int], None]] = None, timeout_s: float = 300) -> RunResult:
+             kill_task_executor: Optional[Callable[[int], None]] = None, timeout_s: float = 300,
+             rate: float = RATE) -> RunResult:
     """One seeded run: build, run to the end, check. ``kill_task_executor(pid)`` kills the
     TaskExecutor hosting task process ``pid`` (``kill-task-executor`` only).
 
@@ -225,7 +248,7 @@ def run_once(make_env: Callable[[], object], seed: int, kind: str, n: int, work_
     os.makedirs(out_dir)
     os.makedirs(markers)
     env = make_env()
-    build_job(env, n, out_dir, fail_at, kind, markers)
+    build_job(env, n, out_dir, fail_at, kind, markers, rate)
     start = time.monotonic()
     client = env.execute_async(f"exactly-once seed {seed}")
     if kind == "kill-task-executor":
@@ -250,6 +273,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--rate", type=float, default=RATE, help="records/s over all readers (0: unthrottled)")
     parser.add_argument("--seed", type=int, default=None, help="first seed (default: random); run i uses seed+i")
     parser.add_argument("--mode", choices=("embedded", "cluster"), default="embedded")
     parser.add_argument("--kind", choices=KINDS, action="append",
@@ -286,7 +310,8 @@ def main(argv=None) -> int:
                     c.remember_processes_silently()
                     os.kill(hosting[0], signal.SIGKILL)
 
-                r = run_once(make_env, first + i, kind, args.records, os.path.join(tmp, f"run-{i}"), kill_te)
+                r = run_once(make_env, first + i, kind, args.records, os.path.join(tmp, f"run-{i}"), kill_te,
+                             rate=args.rate)
                 results.append(r)
                 print(f"  ok: {r.seconds:.1f} s, failed at record {r.failed_at}, {r.completed_checkpoints} checkpoints "
                       f"completed, "
