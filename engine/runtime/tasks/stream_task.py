@@ -112,7 +112,7 @@ class StreamTask:
         if env.checkpoint_responder is not None:
             self.subtask_checkpoint_coordinator = SubtaskCheckpointCoordinator(
                 env.task_name_with_subtasks, env.subtask_index, env.attempt_id, self.operator_chain,
-                env.record_writers, env.checkpoint_responder)
+                env.record_writers, env.checkpoint_responder, self._cancel_requested.is_set)
         timeout = env.buffer_timeout_ms
         if env.record_writers and timeout is not None and timeout > 0:
             writers = env.record_writers
