@@ -1,5 +1,5 @@
 """The ``rill`` command line (Flink's ``flink`` CLI: ``run``, ``info``/plan, ``cancel``, ``list``,
-and the standalone cluster scripts as ``rill cluster start|stop|status|join``).
+``savepoint``, ``stop``, and the standalone cluster scripts as ``rill cluster start|stop|status|join``).
 
 ``rill run JOB.py [ARGS]`` runs a DataStream program file as ``__main__``; its ``execute()``
 shows a progress bar for bounded sources and ends with a summary per vertex.
@@ -11,6 +11,9 @@ a ``ProgramAbortException`` once the plan is known).
 
 ``rill run --from-savepoint PATH [--allow-non-restored-state]`` (Flink's ``-s``/``-n``) starts
 the job from a savepoint or retained checkpoint (``execution.state-recovery.*``).
+``rill savepoint JOB_ID [TARGET_DIR]`` and ``rill stop JOB_ID [--drain] [--savepoint-path DIR]``
+(Flink's ``flink savepoint`` / ``flink stop``) take a savepoint of a cluster job, the latter
+stopping it, and print ``Savepoint completed. Path: <dir>``.
 
 ``rill run`` prints each job's id when it is submitted (as ``flink run`` does). Ctrl-C while a
 job runs on a cluster cancels it and waits for it to stop, saying so with its id (a second
@@ -272,6 +275,23 @@ def main(argv: Optional[List[str]] = None) -> int:
     cancel.add_argument("job_id", help="the job's id (printed by rill run, listed by rill list)")
     cancel.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
 
+    savepoint = sub.add_parser("savepoint", help="take a savepoint of a job running on a cluster", description=(
+        "Trigger a savepoint of a running job (flink savepoint) and print its path; the job runs on. "
+        "TARGET_DIR defaults to execution.checkpointing.savepoint-dir of the job."))
+    savepoint.add_argument("job_id", help="the job's id (printed by rill run, listed by rill list)")
+    savepoint.add_argument("target_dir", nargs="?", default=None, help="where the savepoint's directory is created")
+    savepoint.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
+
+    stop = sub.add_parser("stop", help="stop a job running on a cluster with a savepoint", description=(
+        "Stop a job with a savepoint (flink stop): the sources stop after the savepoint and the job ends "
+        "FINISHED; prints the savepoint's path. Resume with rill run --from-savepoint PATH."))
+    stop.add_argument("job_id", help="the job's id (printed by rill run, listed by rill list)")
+    stop.add_argument("--savepoint-path", "-p", default=None, metavar="DIR",
+                      help="where the savepoint's directory is created (default: execution.checkpointing.savepoint-dir)")
+    stop.add_argument("--drain", "-d", action="store_true",
+                      help="emit MAX_WATERMARK before the savepoint, so that every event-time window fires")
+    stop.add_argument("--port", type=int, default=None, help="the cluster's port (default 6123)")
+
     listing = sub.add_parser("list", help="list the jobs of a cluster", description=(
         "The jobs a cluster runs or ran (its last 100 finished ones): id, status, submission time, "
         "duration and name."))
@@ -288,7 +308,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.command == "info":
         from rill.runtime.rest.job_info import run_info_command  # noqa: PLC0415 - only for this command
         return run_info_command(args.job_id, args.url)
-    if args.command in ("cluster", "cancel", "list"):
+    if args.command in ("cluster", "cancel", "list", "savepoint", "stop"):
         from rill.cluster_cli import run_cluster_command  # noqa: PLC0415 - thespian only when needed
         return run_cluster_command(args)
     if args.module and args.job:  # with -m, the first positional is already a program argument

@@ -1,6 +1,6 @@
-"""``rill cluster start|stop|status|join``, ``rill cancel`` and ``rill list`` (Flink's
-``start-cluster.sh``, ``stop-cluster.sh``, ``taskmanager.sh start``, ``flink cancel``,
-``flink list``)."""
+"""``rill cluster start|stop|status|join``, ``rill cancel``, ``rill savepoint``, ``rill stop`` and
+``rill list`` (Flink's ``start-cluster.sh``, ``stop-cluster.sh``, ``taskmanager.sh start``,
+``flink cancel``, ``flink savepoint``, ``flink stop``, ``flink list``)."""
 
 from __future__ import annotations
 
@@ -30,6 +30,10 @@ def run_cluster_command(args) -> int:
     try:
         if args.command == "cancel":
             return _cancel(args.job_id, port)
+        if args.command == "savepoint":
+            return _savepoint(args.job_id, port, args.target_dir, None)
+        if args.command == "stop":
+            return _savepoint(args.job_id, port, args.savepoint_path, args.drain)
         if args.command == "list":
             return _status(port, jobs_only=True)
         if args.action in ("start", "join") and not args.in_process:
@@ -242,3 +246,24 @@ def _cancel(job_id: str, port: int) -> int:
         time.sleep(0.05)
     print(f"rill: job {job_id} did not stop within {CANCEL_WAIT_S:.0f} s (status {status})", file=sys.stderr)
     return 1
+
+
+def _savepoint(job_id: str, port: int, target_directory, drain) -> int:
+    """``flink savepoint JOB [DIR]`` (``drain`` None) and ``flink stop [-p DIR] [-d] JOB``: print
+    the savepoint's path (exit 0) or why it failed (exit 1). A local target is made absolute:
+    the cluster's processes may run elsewhere."""
+    import os  # noqa: PLC0415
+    from rill.runtime.cluster.client import ClusterClient  # noqa: PLC0415
+    if target_directory is not None and "://" not in target_directory:
+        target_directory = os.path.abspath(target_directory)
+    info = read_cluster_info(port)
+    client = ClusterClient.for_address(info.host if info else "127.0.0.1", port)
+    what = "Savepoint" if drain is None else "Stop-with-savepoint"
+    print(f"rill: {'triggering a savepoint of' if drain is None else 'stopping'} job {job_id}", file=sys.stderr)
+    try:
+        path = client.savepoint_future(job_id, target_directory, drain).result()
+    except RuntimeError as e:
+        print(f"rill: {what} failed: {e}", file=sys.stderr)
+        return 1
+    print(f"Savepoint completed. Path: {path}")
+    return 0

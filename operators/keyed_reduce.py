@@ -1,15 +1,18 @@
 """``StreamGroupedReduce``: the rolling reduce of a keyed stream (Flink's
 ``org.apache.flink.streaming.api.operators.StreamGroupedReduce``; PyFlink's operator name
 ``"Reduce"``), also behind ``KeyedStream.sum/min/max/min_by/max_by``
-(see :mod:`rill.operators.aggregations`).
+(see :mod:`rill.operators.aggregations` and :mod:`rill.operators.batch_aggregations`).
 """
 
 from __future__ import annotations
 
-from typing import Any, List, Optional
+from typing import Any, Hashable, List, Optional
 
 from rill.common.functions import is_rich
+from rill.network.partitioner.keyed_batch import KeyedBatch
 from rill.operators.base import AbstractUdfStreamOperator
+from rill.operators.batch_aggregations import tuple_aggregation_for
+from rill.operators.field_key_selector import FieldKeySelector
 from rill.state.api import VOID_NAMESPACE
 from rill.state.descriptors import ValueStateDescriptor
 
@@ -22,13 +25,18 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
     emitted as it is; each later one is combined as ``reduce(stored, record)``, stored and
     emitted. Output records keep their input timestamps. Watermarks are forwarded.
 
-    Fast path: ``process_batch`` reads and writes the state's ``StateTable.key_group_maps``
-    directly (the layout of :mod:`rill.state.state_table`), finding each key's group through
-    the backend's key-group cache; per record that is the key selector call, the cache look-up,
-    two dict look-ups, the reduce call, a dict store and an append. ``process_element`` is the
-    same code on a batch of one. For a *rich* reduce function (one that overrides ``open``, so
-    it may read keyed state through its runtime context) the backend's current key is also set
-    for every record, as Flink does.
+    Fast path, per batch: the keys are those the ``key_by`` exchange computed when they came
+    with the batch (a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` with this
+    operator's ``key_token``), else ``map(key_selector, values)`` (C-level for
+    ``operator.itemgetter``, or the selector's own ``get_keys`` batch method); their key groups
+    come from the backend's key-group cache through ``map``; then one loop reads and writes the
+    state's ``StateTable.key_group_maps`` directly (the layout of :mod:`rill.state.state_table`).
+    Per record that is two dict look-ups, the combination, a dict store and an append; the
+    combination is inline for the built-in aggregations on tuples
+    (:mod:`rill.operators.batch_aggregations`) and a call of ``reduce`` otherwise.
+    ``process_element`` is the same code on a batch of one. For a *rich* reduce function (one
+    that overrides ``open``, so it may read keyed state through its runtime context) the
+    backend's current key is also set for every record, as Flink does.
 
     As Flink, a reduce result of ``None`` clears the key's state (the next record of the key
     starts afresh); ``None`` is emitted.
@@ -36,6 +44,8 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
     :param user_function: a ``ReduceFunction`` (``reduce(value1, value2) -> value``, where
         ``value1`` is the stored value).
     :param type_info: type information of the values, recorded on the state descriptor.
+    :param key_token: the token of the ``key_by`` exchange feeding this operator (set by
+        ``KeyedStream``); batches carrying keys under another token (or none) are keyed again.
     :raises RuntimeError: at ``open`` if the operator is not on a keyed stream.
     :raises UnsupportedKeyError: (a ``TypeError``) for a key without a stable hash.
     :raises ValueError: for a key whose key group is not in the subtask's range.
@@ -44,9 +54,10 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
     default_name = "Reduce"
     STATE_NAME = "_op_state"
 
-    def __init__(self, user_function: Any, type_info: Any = None) -> None:
+    def __init__(self, user_function: Any, type_info: Any = None, key_token: Hashable = None) -> None:
         super().__init__(user_function)
         self.type_info = type_info
+        self.key_token = key_token
 
     def open(self) -> None:
         context = self.context
@@ -62,51 +73,85 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         self._maps = self._state.table.key_group_maps
         selector = context.key_selector
         self._key_of = getattr(selector, "get_key", selector)
+        # key_by(position/name): the selector keys whole batches (state_key_selector is its get_key)
+        owner = getattr(selector, "__self__", selector)
+        self._keys_of = owner.get_keys if isinstance(owner, FieldKeySelector) else None
         self._reduce = self.user_function.reduce
         # The backend's key -> key-group-offset cache, read directly on the fast path (the
         # mapping is a pure function of the key, so a stale dict could only miss, never lie);
         # misses go through compute_key_group_offset, which fills it.
         self._key_group_cache = backend.key_group_cache
         self._sets_key = is_rich(self.user_function)
+        self._aggregation = None if self._sets_key else tuple_aggregation_for(self.user_function)
+        if self._aggregation is not None:
+            self._aggregation.start(not any(self._maps))
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
         self.process_batch([value], None if timestamp is None else [timestamp])
 
-    def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
-        maps = self._maps
-        ns = VOID_NAMESPACE
-        reduce = self._reduce
-        key_of = self._key_of
-        key_group_offset = self._backend.compute_key_group_offset
-        cache = self._key_group_cache
-        set_key = self._backend.set_current_key if self._sets_key else None
-        out: List[Any] = []
-        append = out.append
+    def _keys(self, values: List[Any]) -> List[Any]:
+        if values.__class__ is KeyedBatch and values.key_token == self.key_token and self.key_token is not None:
+            return values.keys
+        keys_of = self._keys_of
+        return keys_of(values) if keys_of is not None else list(map(self._key_of, values))
+
+    def _by_namespaces(self, keys: List[Any]) -> List[dict]:
+        """Per key, its key group's ``namespace -> {key: value}`` map (C-level ``map`` over the
+        backend's key-group cache; misses, found with C-level ``index``, go to the backend)."""
         try:
-            for value in values:
-                key = key_of(value)
-                if set_key is not None:
-                    set_key(key)
+            offsets = list(map(self._key_group_cache.get, keys))
+        except TypeError:  # an unhashable key: the backend raises its error for it
+            offsets = [None] * len(keys)
+        if None in offsets:
+            key_group_offset = self._backend.compute_key_group_offset
+            index = offsets.index
+            i = index(None)
+            while True:
+                offsets[i] = key_group_offset(keys[i])
                 try:
-                    by_namespace = maps[cache[key]]
-                except (KeyError, TypeError):  # not cached (or unhashable: the backend raises)
-                    by_namespace = maps[key_group_offset(key)]
-                by_key = by_namespace.get(ns)
-                if by_key is not None:
-                    current = by_key.get(key)
-                    if current is not None:
-                        value = reduce(current, value)
-                    if value is not None:
-                        by_key[key] = value
-                    elif current is not None:
-                        del by_key[key]
-                        if not by_key:
-                            del by_namespace[ns]
-                elif value is not None:
-                    by_namespace[ns] = {key: value}
-                append(value)
+                    i = index(None, i + 1)
+                except ValueError:
+                    break
+        return list(map(self._maps.__getitem__, offsets))
+
+    def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
+        if not values:
+            return
+        keys = self._keys(values)
+        out: List[Any] = []
+        try:
+            by_namespaces = self._by_namespaces(keys)
+            aggregation = self._aggregation
+            if aggregation is not None and aggregation.accepts(values):
+                if not aggregation.run(values, keys, by_namespaces, out.append):
+                    done = len(out)
+                    self._reduce_batch(values[done:], keys[done:], by_namespaces[done:], out.append)
+            else:
+                self._reduce_batch(values, keys, by_namespaces, out.append)
         finally:
             if out:
                 if timestamps is not None and len(timestamps) != len(out):
                     timestamps = timestamps[: len(out)]  # an error stopped the batch
                 self.output.collect_batch(out, timestamps)
+
+    def _reduce_batch(self, values: List[Any], keys: List[Any], by_namespaces: List[dict], append) -> None:
+        ns = VOID_NAMESPACE
+        reduce = self._reduce
+        set_key = self._backend.set_current_key if self._sets_key else None
+        for value, key, by_namespace in zip(values, keys, by_namespaces):
+            if set_key is not None:
+                set_key(key)
+            by_key = by_namespace.get(ns)
+            if by_key is not None:
+                current = by_key.get(key)
+                if current is not None:
+                    value = reduce(current, value)
+                if value is not None:
+                    by_key[key] = value
+                elif current is not None:
+                    del by_key[key]
+                    if not by_key:
+                        del by_namespace[ns]
+            elif value is not None:
+                by_namespace[ns] = {key: value}
+            append(value)

@@ -1,4 +1,5 @@
-"""Layers point one way: common < state < network < operators < graph < runtime < datastream < cli.
+"""Layers point one way: common < state < network < operators < graph < runtime < datastream <
+state_processor < cli.
 
 DESIGN.md ("Decisions taken so far") makes an import from a later layer into an earlier one a
 design error. This test reads every module's imports with ``ast`` -- top-level ones and those
@@ -19,7 +20,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 # The layer order, earliest first, and the package prefix of each layer.
-LAYERS = ("common", "state", "network", "operators", "graph", "runtime", "datastream", "cli", "examples")
+LAYERS = ("common", "state", "network", "operators", "graph", "runtime", "datastream", "state_processor", "cli",
+          "examples")
 _PREFIXES = (
     ("rill.common", "common"),
     ("rill.state", "state"),
@@ -28,6 +30,7 @@ _PREFIXES = (
     ("rill.graph", "graph"),
     ("rill.runtime", "runtime"),
     ("rill.datastream", "datastream"),
+    ("rill.state_processor", "state_processor"),
     ("rill.cli", "cli"),
     ("rill.cluster_cli", "cli"),
     ("rill.examples", "examples"),
@@ -135,7 +138,7 @@ def test_the_list_of_known_backward_imports_is_current():
     ("rill.common.typeinfo", "common"), ("rill.state.heap", "state"),
     ("rill.network.credit", "network"), ("rill.operators.base", "operators"),
     ("rill.graph.job_graph", "graph"), ("rill.runtime.tasks.stream_task", "runtime"),
-    ("rill.datastream", "datastream"), ("rill.cli", "cli"), ("rill", None), ("thespian", None),
+    ("rill.datastream", "datastream"), ("rill.state_processor", "state_processor"), ("rill.cli", "cli"), ("rill", None), ("thespian", None),
 ])
 def test_layer_of(module, layer):
     assert layer_of(module) == layer

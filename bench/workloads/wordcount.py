@@ -47,13 +47,15 @@ import shutil
 import sysconfig
 import tempfile
 from pathlib import Path
+from operator import itemgetter
 from typing import List, Optional, Tuple
 
 from rill.datastream.connectors.collection import _CollectionReader, _RangeSplit
 from rill.datastream.connectors.source import Source, SourceReader, SplitEnumerator
 from rill.examples.word_count import add_counts, count_one, split_words
 
-__all__ = ["WordCountWorkload", "ParallelLinesSource", "stdlib_lines", "word_of", "FILES"]
+__all__ = ["WordCountWorkload", "WordCountSumWorkload", "ParallelLinesSource", "stdlib_lines", "word_of",
+           "word_pairs", "FILES"]
 
 #: How many files ``source="file"`` writes the lines into.
 FILES = 16
@@ -61,6 +63,11 @@ FILES = 16
 
 def word_of(word_count: Tuple[str, int]) -> str:
     return word_count[0]
+
+
+def word_pairs(line: str) -> List[Tuple[str, int]]:
+    """``[(word, 1), ...]`` for the words of ``line`` (``split_words``): one call per line."""
+    return [(w, 1) for w in split_words(line)]
 
 
 def stdlib_lines(size: int) -> List[str]:
@@ -178,3 +185,22 @@ class WordCountWorkload:
                 value = wc if current is None else add_counts(current, wc)
                 counts[key] = value
                 invoke(value, None)
+
+
+class WordCountSumWorkload(WordCountWorkload):
+    """W1 written with the built-in aggregation (issue 16):
+    ``flat_map(word_pairs).key_by(itemgetter(0)).sum(1)``, where ``word_pairs`` is
+    ``lambda l: [(w, 1) for w in split_words(l)]``. Same input, same output (every updated
+    ``(word, count)``) and the *same* baseline as ``wordcount``: the hand-written loop calling
+    ``split_words``, ``count_one``, ``word_of`` and ``add_counts`` per word."""
+
+    name = "wordcount_sum"
+    description = "lines → flat_map((w, 1) per word) → key_by(itemgetter(0)) → sum(1) → counting sink"
+    target_ratio = 0.60
+
+    def run_rill(self, env, data: List[str], sink) -> None:
+        (self.source(env, data)
+            .flat_map(word_pairs)
+            .key_by(itemgetter(0))
+            .sum(1)
+            .add_sink(sink))

@@ -26,6 +26,8 @@ _EXPORTS = {
     "ExecutionState": "rill.graph.states",
     "JobExecutionResult": "rill.common.job_execution_result",
     "JobStatus": "rill.graph.states",
+    "RestartStrategies": "rill.common.restart_strategy",
+    "RestartStrategyConfiguration": "rill.common.restart_strategy",
     "Row": "rill.common.row",
     "SerializationSchema": "rill.common.serialization",
     "RowKind": "rill.common.row",

@@ -101,6 +101,32 @@ def _checked(key: str, value, rule) -> None:
         raise ValueError(f"Invalid value for '{key}': {e}") from None
 
 
+def _checkpoint_dir(conf: Configuration) -> Optional[str]:
+    """Where checkpoints go, as ``execution.checkpointing.storage`` and ``.dir`` say (Flink's
+    ``CheckpointStorageLoader``): ``None`` is the JobManager's memory. With 'jobmanager' a
+    configured directory is not used for checkpoints (Flink would keep only their metadata there;
+    Rill keeps all of a memory checkpoint in memory).
+
+    :raises ValueError: naming the key, for an unknown storage name, or 'filesystem' without a
+        directory.
+    """
+    c = CheckpointingOptions
+    directory = get_str(conf, c.CHECKPOINTS_DIRECTORY)
+    storage = get_str(conf, c.CHECKPOINT_STORAGE)
+    if storage is None:
+        return directory
+    name = storage.strip().lower()
+    if name == "jobmanager":
+        return None
+    if name == "filesystem":
+        if directory is None:
+            raise ValueError(f"Invalid value for '{c.CHECKPOINT_STORAGE.key}': checkpoint storage 'filesystem' "
+                             f"needs a directory in '{c.CHECKPOINTS_DIRECTORY.key}', and none is set")
+        return directory
+    raise ValueError(f"Invalid value {storage!r} for '{c.CHECKPOINT_STORAGE.key}': unknown checkpoint storage; "
+                     "accepted: 'jobmanager', 'filesystem'")
+
+
 @dataclass(frozen=True)
 class CheckpointingOptions:
     """The job's checkpointing settings, parsed and validated once (what Flink's JobMaster reads
@@ -175,6 +201,11 @@ class CheckpointingOptions:
         "execution.checkpointing.dir", None,
         "The directory checkpoints (data files and metadata) are written to.",
         ("state.checkpoints.dir", "state.backend.fs.checkpointdir"))
+    CHECKPOINT_STORAGE: ClassVar[ConfigOption] = ConfigOption(
+        "execution.checkpointing.storage", None,
+        "'jobmanager' (checkpoints in the JobManager's memory) or 'filesystem' (in "
+        "'execution.checkpointing.dir'). Unset: 'filesystem' when a directory is set, else 'jobmanager'.",
+        ("state.checkpoint-storage",))
     SAVEPOINT_DIRECTORY: ClassVar[ConfigOption] = ConfigOption(
         "execution.checkpointing.savepoint-dir", None,
         "The default directory for savepoints.",
@@ -255,6 +286,6 @@ class CheckpointingOptions:
             aligned_checkpoint_timeout_ms=aligned_timeout,
             force_unaligned=get_bool(conf, c.FORCE_UNALIGNED),
             checkpoints_after_tasks_finish=get_bool(conf, c.ENABLE_CHECKPOINTS_AFTER_TASKS_FINISH),
-            checkpoint_dir=get_str(conf, c.CHECKPOINTS_DIRECTORY),
+            checkpoint_dir=_checkpoint_dir(conf),
             savepoint_dir=get_str(conf, c.SAVEPOINT_DIRECTORY),
         )

@@ -145,6 +145,20 @@ class AsyncJobClient:
         """The job's ``CheckpointStatsSnapshot`` (``None`` without checkpointing)."""
         return await _in_executor(self._client.get_checkpoint_stats)
 
+    async def trigger_savepoint(self, savepoint_directory: Optional[str] = None) -> str:
+        """Take a savepoint (the job runs on); returns its directory. Raises as
+        ``JobClient.trigger_savepoint``'s future."""
+        future = await _in_executor(self._client.trigger_savepoint, savepoint_directory)
+        return await asyncio.wrap_future(future)
+
+    async def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
+                                  savepoint_directory: Optional[str] = None) -> str:
+        """Stop the job with a savepoint (``JobClient.stop_with_savepoint``); returns the
+        savepoint's directory once the job is FINISHED."""
+        future = await _in_executor(self._client.stop_with_savepoint, advance_to_end_of_event_time,
+                                    savepoint_directory)
+        return await asyncio.wrap_future(future)
+
     async def cancel(self) -> None:
         """Cancel the job; returns once it has stopped."""
         done = await _in_executor(self._client.cancel)

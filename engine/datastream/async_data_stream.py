@@ -25,10 +25,13 @@ from rill.common.time import to_milliseconds
 from rill.datastream.async_functions import AsyncFunction, AsyncRetryStrategy
 from rill.datastream.async_retry_strategies import NO_RETRY_STRATEGY, NoRetryStrategy
 from rill.datastream.data_stream import DataStream
-from rill.operators.async_io import AsyncWaitOperator, OutputMode
+from rill.datastream.async_function_descriptor import AsyncFunctionDescriptor
+from rill.operators.async_io import AsyncWaitOperator
 from rill.operators.batching import ChunkingOperator
 
 __all__ = ["AsyncDataStream"]
+
+_Mode = AsyncFunctionDescriptor.OutputMode
 
 
 class AsyncDataStream:
@@ -54,7 +57,7 @@ class AsyncDataStream:
                        output_type: Any = None) -> DataStream:
         """Results in completion order; no record overtakes a watermark."""
         return AsyncDataStream._add("AsyncDataStream.unordered_wait", data_stream, async_function, timeout,
-                                    NO_RETRY_STRATEGY, capacity, output_type, OutputMode.UNORDERED)
+                                    NO_RETRY_STRATEGY, capacity, output_type, _Mode.UNORDERED)
 
     @staticmethod
     def unordered_wait_with_retry(data_stream: DataStream, async_function: Any, timeout: Any,
@@ -62,14 +65,14 @@ class AsyncDataStream:
                                   output_type: Any = None) -> DataStream:
         """As :meth:`unordered_wait`, retrying calls as ``async_retry_strategy`` says."""
         return AsyncDataStream._add("AsyncDataStream.unordered_wait_with_retry", data_stream, async_function,
-                                    timeout, async_retry_strategy, capacity, output_type, OutputMode.UNORDERED)
+                                    timeout, async_retry_strategy, capacity, output_type, _Mode.UNORDERED)
 
     @staticmethod
     def ordered_wait(data_stream: DataStream, async_function: Any, timeout: Any, capacity: int = 100,
                      output_type: Any = None) -> DataStream:
         """Results in input order."""
         return AsyncDataStream._add("AsyncDataStream.ordered_wait", data_stream, async_function, timeout,
-                                    NO_RETRY_STRATEGY, capacity, output_type, OutputMode.ORDERED)
+                                    NO_RETRY_STRATEGY, capacity, output_type, _Mode.ORDERED)
 
     @staticmethod
     def ordered_wait_with_retry(data_stream: DataStream, async_function: Any, timeout: Any,
@@ -77,7 +80,7 @@ class AsyncDataStream:
                                 output_type: Any = None) -> DataStream:
         """As :meth:`ordered_wait`, retrying calls as ``async_retry_strategy`` says."""
         return AsyncDataStream._add("AsyncDataStream.ordered_wait_with_retry", data_stream, async_function,
-                                    timeout, async_retry_strategy, capacity, output_type, OutputMode.ORDERED)
+                                    timeout, async_retry_strategy, capacity, output_type, _Mode.ORDERED)
 
     @staticmethod
     def add_sink(data_stream: DataStream, sink_function: Any, timeout: Any = 0, capacity: int = 100) -> Any:
@@ -135,7 +138,7 @@ class AsyncDataStream:
 
     @staticmethod
     def _add(call: str, data_stream: DataStream, async_function: Any, timeout: Any, strategy: Any,
-             capacity: int, output_type: Any, mode: OutputMode) -> DataStream:
+             capacity: int, output_type: Any, mode: AsyncFunctionDescriptor.OutputMode) -> DataStream:
         if not isinstance(data_stream, DataStream):
             raise TypeError(f"{call} expects a DataStream as its first argument, got {data_stream!r}")
         invoke = getattr(async_function, "async_invoke", None)
@@ -152,7 +155,7 @@ class AsyncDataStream:
             raise ValueError(f"{call}: a positive timeout is required with a retry strategy, got {timeout_ms} ms")
         if strategy.get_retry_predicate() is None:
             raise ValueError(f"{call}: the retry predicate of {type(strategy).__name__} is None")
-        operator = AsyncWaitOperator(async_function, timeout_ms, capacity, mode, strategy)
+        operator = AsyncFunctionDescriptor(async_function, timeout, capacity, strategy, mode).create_operator()
         return data_stream._one_input(AsyncWaitOperator.default_name, operator, output_type)
 
 

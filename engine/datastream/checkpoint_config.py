@@ -8,8 +8,9 @@ so ``env.get_checkpoint_config().set_checkpoint_timeout(60000)`` and
 JobMaster reads whichever was set last. Setters store plain values (int ms, enum names), which
 travel to a cluster unchanged.
 
-PyFlink 2.x has no checkpoint-storage methods on ``CheckpointConfig``: set the directory with
-``execution.checkpointing.dir`` in the ``Configuration``.
+PyFlink 2.x has no checkpoint-storage methods on ``CheckpointConfig`` (it sets
+``execution.checkpointing.storage``/``.dir`` in the ``Configuration``); Rill keeps Flink 1.x's
+``set_checkpoint_storage``/``get_checkpoint_storage``, which read and write those keys.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from rill.common.checkpointing_options import (
 from rill.common.configuration import Configuration
 from rill.common.option_parsing import get_bool, get_duration_ms, get_enum, get_int
 from rill.common.time import Duration, to_milliseconds
+from rill.datastream.checkpoint_storage import CheckpointStorage, FileSystemCheckpointStorage
 
 __all__ = ["CheckpointConfig"]
 
@@ -233,3 +235,31 @@ class CheckpointConfig:
                             f"got {force_unaligned_checkpoints!r}")
         self._conf.set(_O.FORCE_UNALIGNED, force_unaligned_checkpoints)
         return self
+
+    def set_checkpoint_storage(self, storage: CheckpointStorage) -> "CheckpointConfig":
+        """Where checkpoints go: writes ``storage``'s keys (``execution.checkpointing.storage``,
+        ``.dir``) into the job's Configuration. Flink 1.x's ``setCheckpointStorage`` (removed
+        from PyFlink 2.x, which sets the keys directly; both work in Rill).
+
+        :raises TypeError: naming the value, when it is not a ``CheckpointStorage``.
+        """
+        if not isinstance(storage, CheckpointStorage):
+            raise TypeError(f"CheckpointConfig.set_checkpoint_storage needs a CheckpointStorage, got {storage!r}")
+        self._conf.add_all(storage.to_configuration())
+        return self
+
+    def set_checkpoint_storage_dir(self, checkpoint_path: str) -> "CheckpointConfig":
+        """Shorthand for ``set_checkpoint_storage(FileSystemCheckpointStorage(checkpoint_path))``
+        (Flink 1.x's ``setCheckpointStorage(String)``).
+
+        :raises ValueError: for an empty path.
+        """
+        return self.set_checkpoint_storage(FileSystemCheckpointStorage(checkpoint_path))
+
+    def get_checkpoint_storage(self) -> CheckpointStorage:
+        """The storage the Configuration's keys choose (``JobManagerCheckpointStorage`` unless a
+        directory is set).
+
+        :raises ValueError: naming the key, for storage keys that choose no valid storage.
+        """
+        return CheckpointStorage.from_configuration(self._conf)

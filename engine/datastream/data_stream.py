@@ -30,6 +30,7 @@ from rill.datastream.connectors.base import Sink
 from rill.common.watermark_strategy import WatermarkStrategy
 from rill.operators.collect_sink import CollectSinkOperator, register_channel, release_channel
 from rill.operators.compacting_file_sink import CompactingFileSinkOperator
+from rill.operators.field_key_selector import FieldKeySelector
 from rill.operators.file_sink import FileSinkOperator
 from rill.operators.sink_writer_operator import SinkWriterOperator
 from rill.operators.print_sink import PrintSinkOperator
@@ -244,12 +245,27 @@ class DataStream(_OperatorSettings):
     def _keyed(self) -> Optional["KeyedStream"]:
         return None
 
-    def key_by(self, key_selector: Union[Callable[[Any], Any], F.KeySelector], key_type=None) -> "KeyedStream":
-        ks = F.wrap(key_selector, F.KeySelector, "DataStream.key_by")
-        part = PartitionTransformation(self._env._new_id(), self._transformation,
+    def key_by(self, key_selector: Union[Callable[[Any], Any], F.KeySelector, int, str],
+               key_type=None) -> "KeyedStream":
+        """Partition by key (Flink's ``keyBy``): a ``KeySelector``, a callable, or one field given
+        by ``int`` position or ``str`` name (Flink's ``keyBy(int)``/``keyBy(String)``; the key
+        is the field itself, see ``rill.operators.field_key_selector``). C-level callables such
+        as ``operator.itemgetter(0)`` and field keys are applied per batch, without a Python call
+        per record.
+
+        :raises TypeError: for anything else (``bool`` included).
+        :raises InvalidFieldReferenceError: (a ``ValueError``) for a negative position.
+        """
+        if isinstance(key_selector, (int, str)) and not isinstance(key_selector, bool):
+            ks = FieldKeySelector(key_selector)
+        else:
+            ks = F.wrap(key_selector, F.KeySelector, "DataStream.key_by")
+        part_id = self._env._new_id()
+        part = PartitionTransformation(part_id, self._transformation,
                                        # the key-group count is set to the consumer's max parallelism when
                                        # the JobGraph is built (Flink: ConfigurableStreamPartitioner)
-                                       P.KeyGroupStreamPartitioner(ks.get_key, DEFAULT_LOWER_BOUND_MAX_PARALLELISM))
+                                       P.KeyGroupStreamPartitioner(ks, DEFAULT_LOWER_BOUND_MAX_PARALLELISM,
+                                                                   key_token=part_id))
         return KeyedStream(self._env, part, ks, key_type, self)
 
     def _partition(self, partitioner) -> "DataStream":
@@ -422,10 +438,12 @@ class KeyedStream(DataStream):
 
     def reduce(self, func: Union[Callable[[Any, Any], Any], F.ReduceFunction]) -> DataStream:
         fn = F.wrap(func, F.ReduceFunction, "KeyedStream.reduce")
-        return self._one_input("Reduce", ops.StreamGroupedReduce(fn), self._transformation.output_type, self)
+        return self._aggregate("Reduce", fn)
 
     def _aggregate(self, name: str, agg) -> DataStream:
-        return self._one_input(name, ops.StreamGroupedReduce(agg), self._transformation.output_type, self)
+        # the key_by's token: the operator takes the keys its exchange computed (KeyedBatch)
+        operator = ops.StreamGroupedReduce(agg, key_token=self._transformation.id)
+        return self._one_input(name, operator, self._transformation.output_type, self)
 
     def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:
         return self._aggregate("Sum", ops.SumAggregator(position_to_sum))

@@ -34,6 +34,7 @@ from rill.common.functions import (
     is_rich,
     wrap,
 )
+from rill.datastream.async_function_descriptor import AsyncFunctionDescriptor
 from rill.datastream.async_functions import AsyncFunction, AsyncRetryPredicate, AsyncRetryStrategy
 from rill.operators.windowing.window_functions import (
     AllWindowFunction,
@@ -74,4 +75,5 @@ __all__ = [
     "AsyncFunction",
     "AsyncRetryStrategy",
     "AsyncRetryPredicate",
+    "AsyncFunctionDescriptor",
 ]

@@ -16,7 +16,10 @@ from rill.common.execution_options import (
 )
 from rill.common.execution_config import ExecutionConfig
 from rill.common.job_execution_result import JobExecutionResult
+from rill.common.restart_strategy import RestartStrategyConfiguration
+from rill.common.state_backend_options import validate_state_backend
 from rill.datastream.checkpoint_config import CheckpointConfig
+from rill.datastream.state_backend import StateBackend
 from rill.datastream.connectors.collection import CollectionSource, NumberSequenceSource
 from rill.datastream.connectors.file_system import FileSource, StreamFormat
 from rill.common.connector.source import Source
@@ -193,18 +196,38 @@ class StreamExecutionEnvironment:
         ``Configuration`` (Flink 2.x)."""
         return CheckpointConfig(self._config)
 
-    def set_state_backend(self, state_backend: Any) -> "StreamExecutionEnvironment":
-        """:raises NotImplementedError: always (the heap keyed state backend is the only one)."""
-        self._not_yet("set_state_backend", "the heap keyed state backend is the only one")
+    def set_state_backend(self, state_backend: StateBackend) -> "StreamExecutionEnvironment":
+        """How the job's state is held: writes ``state_backend``'s ``state.backend.type`` into the
+        job's Configuration (Flink 1.x's ``setStateBackend``; PyFlink 2.x sets the key).
 
-    def set_restart_strategy(self, restart_strategy_configuration: Any) -> None:
-        """Removed in Flink 2.0 (FLINK-36249), and so not built: choose the restart strategy
-        with ``restart-strategy.type`` and its options in the job's Configuration.
-
-        :raises NotImplementedError: always, naming the configuration keys to use instead.
+        :raises TypeError: naming the value, when it is not a ``StateBackend``.
         """
-        self._not_yet("set_restart_strategy", "Flink 2.0 removed it (FLINK-36249); set 'restart-strategy.type' "
-                                              "and its 'restart-strategy.*' options in the job's Configuration")
+        if not isinstance(state_backend, StateBackend):
+            raise TypeError(f"StreamExecutionEnvironment.set_state_backend needs a StateBackend, got {state_backend!r}")
+        self._config.add_all(state_backend.to_configuration())
+        return self
+
+    def get_state_backend(self) -> StateBackend:
+        """The backend the Configuration chooses (``HashMapStateBackend`` unless set).
+
+        :raises NotImplementedError/ValueError: for a ``state.backend.type`` Rill does not have.
+        """
+        return StateBackend.from_configuration(self._config)
+
+    def set_restart_strategy(self, restart_strategy_configuration: RestartStrategyConfiguration) \
+            -> "StreamExecutionEnvironment":
+        """Choose the job's restart strategy: writes the configuration's ``restart-strategy.*``
+        keys into the job's Configuration (Flink 2.x's way; the method is Flink 1.x's
+        ``setRestartStrategy``, removed by FLINK-36249). ``fall_back_restart()`` writes nothing.
+
+        :param restart_strategy_configuration: from ``rill.common.RestartStrategies``.
+        :raises TypeError: naming the value, when it is not a ``RestartStrategyConfiguration``.
+        """
+        if not isinstance(restart_strategy_configuration, RestartStrategyConfiguration):
+            raise TypeError("StreamExecutionEnvironment.set_restart_strategy expects a RestartStrategyConfiguration "
+                            f"(from RestartStrategies), got {restart_strategy_configuration!r}")
+        self._config.add_all(restart_strategy_configuration.to_configuration())
+        return self
 
     def add_jars(self, *jars_path: str) -> None:
         """:raises NotImplementedError: always (Rill runs Python only)."""
@@ -359,6 +382,7 @@ class StreamExecutionEnvironment:
         # a bad checkpointing or restart setting fails here, before submission
         checkpointing = CheckpointingOptions.from_configuration(self._config)
         restart_backoff_time_strategy_from_configuration(self._config, checkpointing.enabled)
+        validate_state_backend(self._config)
         if _context is not None and _context.intercepts_execution():
             transformations = list(self._transformations)
             stream_graph = self.get_stream_graph(job_name, clear_transformations=True)

@@ -36,6 +36,7 @@ from rill.datastream.functions import KeyedCoProcessFunction
 from rill.datastream.state import ValueStateDescriptor
 from rill.datastream.window import ProcessWindowFunction, TumblingEventTimeWindows
 from rill.examples.flight_source import ScheduledFlightsSource, parse_departure
+from rill.examples.throttle import throttled
 from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP, Watermark
 
 __all__ = [
@@ -190,25 +191,31 @@ def csv_sink(path: str, prefix: str) -> FileSink:
             .build())
 
 
-def build_hourly(env: StreamExecutionEnvironment, flights_path: str, weather_path: str, output_path: str) -> None:
+def build_hourly(env: StreamExecutionEnvironment, flights_path: str, weather_path: str, output_path: str,
+                 max_records_per_second: Optional[float] = None) -> None:
     """Add the event-time branch to ``env``: ``<output>/hourly/`` gets
     ``origin,hour,flights,mean_dep_delay,temp,wind_speed,precip,visib`` per origin and hour
     with departures; ``<output>/late/`` gets ``origin,carrier,flight,actual departure,delay``
-    per late flight."""
+    per late flight. With ``max_records_per_second`` each source subtask is throttled to that
+    rate (:class:`~rill.examples.throttle.Throttle`). Stateful operators and sinks have uids,
+    so a savepoint restores into the job at any parallelism."""
     strategy = (WatermarkStrategy.for_generator(lambda: HourAlignedBoundedOutOfOrderness(MAX_OUT_OF_ORDERNESS_MS))
                 .with_timestamp_assigner(ActualDeparture()))
-    departures = (env.from_source(ScheduledFlightsSource(flights_path), None, "Flights by Schedule")
-                  .set_parallelism(1)
+    scheduled = env.from_source(ScheduledFlightsSource(flights_path), None, "Flights by Schedule") \
+        .uid("flights-by-schedule").set_parallelism(1)
+    departures = (throttled(scheduled, max_records_per_second).set_parallelism(1)
                   .map(parse_departure).name("Parse Departure").set_parallelism(1)
                   .filter(lambda d: d[4] is not None).name("Departed").set_parallelism(1)
                   .assign_timestamps_and_watermarks(strategy))
     hourly = (departures.key_by(lambda d: d[0])
               .window(TumblingEventTimeWindows.of(Time.hours(1)))
               .side_output_late_data(LATE_FLIGHTS)
-              .aggregate(DelayStats(), window_function=EmitHour()))
-    weather = env.read_text_file(weather_path).filter(lambda l: not l.startswith("origin,")).map(parse_weather)
+              .aggregate(DelayStats(), window_function=EmitHour()).uid("hourly-windows"))
+    weather = (throttled(env.read_text_file(weather_path).uid("weather-text"), max_records_per_second)
+               .filter(lambda l: not l.startswith("origin,")).map(parse_weather))
     joined = (hourly.key_by(lambda h: (h[0], h[1]))
               .connect(weather.key_by(lambda w: (w[0], w[1])))
-              .process(JoinWeather()).name("Join Weather"))
-    joined.map(hour_to_csv).name("Hour To CSV").sink_to(csv_sink(f"{output_path}/hourly", "hourly"))
-    hourly.get_side_output(LATE_FLIGHTS).map(late_to_csv).name("Late To CSV").sink_to(csv_sink(f"{output_path}/late", "late"))
+              .process(JoinWeather()).name("Join Weather").uid("join-weather"))
+    joined.map(hour_to_csv).name("Hour To CSV").sink_to(csv_sink(f"{output_path}/hourly", "hourly")).uid("hourly-sink")
+    hourly.get_side_output(LATE_FLIGHTS).map(late_to_csv).name("Late To CSV").sink_to(
+        csv_sink(f"{output_path}/late", "late")).uid("late-sink")

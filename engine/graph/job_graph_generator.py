@@ -226,4 +226,4 @@ class StreamingJobGraphGenerator:
         p = edge.partitioner
         target = downstream.effective_max_parallelism
         if isinstance(p, KeyGroupStreamPartitioner) and p.max_parallelism != target:
-            edge.partitioner = KeyGroupStreamPartitioner(p.key_selector, target, p.key_cache_size)
+            edge.partitioner = KeyGroupStreamPartitioner(p.key_selector, target, p.key_cache_size, p.key_token)

@@ -82,6 +82,34 @@ class JobClient:
         ``None`` when checkpointing is off."""
         return self._jm.get_checkpoint_stats()
 
+    def trigger_savepoint(self, savepoint_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
+        """Take a savepoint of the running job, which runs on (PyFlink's
+        ``JobClient.trigger_savepoint``).
+
+        :param savepoint_directory: path or URL under which the savepoint's directory is
+            created; ``None``: ``execution.checkpointing.savepoint-dir``.
+        :returns: a future of the savepoint's directory (what ``rill run --from-savepoint``
+            takes); it fails with ``ValueError`` without any directory,
+            ``NotImplementedError`` when the job has checkpointing off, ``RuntimeError`` when
+            it does not run, ``CheckpointException`` when the savepoint is declined, expires or
+            a task fails.
+        """
+        return self._jm.trigger_savepoint(savepoint_directory)
+
+    def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
+                            savepoint_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
+        """Stop the job with a synchronous savepoint (PyFlink's ``JobClient.stop_with_savepoint``,
+        FLIP-34): the sources take the savepoint and stop; with
+        ``advance_to_end_of_event_time`` they emit ``MAX_WATERMARK`` first (every event-time
+        window and timer fires: ``flink stop --drain``), without it no operator is told its
+        input ended, so resuming from the savepoint continues the job exactly. The job ends
+        FINISHED.
+
+        :returns: a future of the savepoint's directory, done once the job is FINISHED; it
+            fails as :meth:`trigger_savepoint`'s (the job then runs on).
+        """
+        return self._jm.stop_with_savepoint(savepoint_directory, advance_to_end_of_event_time)
+
     def get_source_progress(self) -> Tuple[int, Optional[int]]:
         """(units done, total units or None) summed over every source subtask."""
         return self._jm.source_progress()

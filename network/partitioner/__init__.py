@@ -6,6 +6,7 @@ from .custom_partitioner_wrapper import CustomPartitionerWrapper
 from .forward_partitioner import ForwardPartitioner
 from .global_partitioner import GlobalPartitioner
 from .key_group_stream_partitioner import KeyGroupStreamPartitioner, KeySelectionError
+from .keyed_batch import KeyedBatch
 from .rebalance_partitioner import RebalancePartitioner
 from .rescale_partitioner import RescalePartitioner
 from .shuffle_partitioner import ShufflePartitioner
@@ -21,5 +22,6 @@ __all__ = [
     "GlobalPartitioner",
     "KeyGroupStreamPartitioner",
     "KeySelectionError",
+    "KeyedBatch",
     "CustomPartitionerWrapper",
 ]

@@ -58,18 +58,23 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
     :mod:`rill.state.key_groups`, so a record reaches the subtask that holds its keyed state.
 
     :param key_selector: a :class:`~rill.common.functions.KeySelector` or a callable
-        ``record -> key``.
+        ``record -> key``; a selector with a ``get_keys(values) -> keys`` method (such as
+        ``rill.operators.field_key_selector.FieldKeySelector``) keys whole batches with it.
     :param max_parallelism: the number of key groups (1..32768), or ``-1`` for "not configured
         yet": the job graph generator then calls :meth:`configure` with the consumer's max
         parallelism (Flink's ``ConfigurableStreamPartitioner``).
     :param key_cache_size: bound on the per-instance cache ``key -> channel`` (entries; cleared
         when exceeded). Hashing a key costs microseconds in Python; the cache makes repeated keys
         one dict lookup. Keys that compare equal share a cache entry.
+    :param key_token: ``None``, or the token of the ``key_by`` this partitioner serves: the
+        :class:`~rill.network.api.writer.RecordWriter` then hands the consumer
+        :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` es carrying the keys this
+        partitioner computed (see :meth:`split_keyed`), so the keyed operator reuses them.
     :raises ValueError: for a bad ``max_parallelism``; at :meth:`setup`, if it is still
         unconfigured or the number of channels exceeds it.
 
     Cost per record: the key selector call plus one dict lookup (C-level ``map``), then one
-    append to bucket the record.
+    append to bucket the record (and one for its key when keys travel, at p > 1).
     """
 
     def __init__(
@@ -77,14 +82,19 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         key_selector: Any,
         max_parallelism: int = UNCONFIGURED_MAX_PARALLELISM,
         key_cache_size: int = DEFAULT_KEY_CACHE_SIZE,
+        key_token: Any = None,
     ) -> None:
         super().__init__()
         if max_parallelism != UNCONFIGURED_MAX_PARALLELISM:
             check_parallelism_preconditions(1, max_parallelism)
         self.key_selector = key_selector
         self._get_key: Callable[[Any], Any] = resolve_key_selector(key_selector)
+        # a selector that keys whole batches (key_by(position) in rill.operators) is used per batch
+        get_keys = getattr(key_selector, "get_keys", None)
+        self._get_keys: Optional[Callable[[list], list]] = get_keys if callable(get_keys) else None
         self.max_parallelism = max_parallelism
         self.key_cache_size = key_cache_size
+        self.key_token = key_token
         self._cache: dict[Any, int] = {}
 
     def configure(self, max_parallelism: int) -> None:
@@ -147,7 +157,34 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         n = self._check_setup()
         if not values:
             return []
-        keys = list(map(self._get_key, values))
+        channels = self._route(values)[1]
+        if n == 1:
+            return [(0, values, timestamps)]
+        return bucket_by_channel(values, timestamps, channels, n)
+
+    def split_keyed(self, values: list, timestamps: Optional[list] = None) -> list[tuple]:
+        """:meth:`split`, with each part's keys: ``[(channel, values, timestamps_or_None,
+        keys), ...]``, ``keys[i]`` being ``key_selector(values[i])`` as computed to route it.
+        Returned lists may be the arguments themselves, as with :meth:`split`.
+
+        :raises KeySelectionError: for a key without a stable hash (nothing routed).
+        :raises RuntimeError: before :meth:`setup`.
+        """
+        n = self._check_setup()
+        if not values:
+            return []
+        keys, channels = self._route(values)
+        if n == 1:
+            return [(0, values, timestamps, keys)]
+        return [(c, part_values, part_timestamps, part_keys)
+                for (c, part_values, part_timestamps), (_, part_keys, _) in zip(
+                    bucket_by_channel(values, timestamps, channels, n),
+                    bucket_by_channel(keys, None, channels, n))]
+
+    def _route(self, values: list) -> tuple[list, list]:
+        """``(keys, channels)`` of a non-empty batch, one per record."""
+        get_keys = self._get_keys
+        keys = get_keys(values) if get_keys is not None else list(map(self._get_key, values))
         cache = self._cache
         try:
             channels = list(map(cache.get, keys))
@@ -155,17 +192,22 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
             channels = self._channels_slow(values, keys)
         else:
             if None in channels:
+                # the misses found with C-level index(): with Zipf-like keys nearly every batch
+                # has a few new keys, and a Python loop over the whole batch cost more than them
                 channel_of_key = self._channel_of_key
-                for i, channel in enumerate(channels):
-                    if channel is None:
-                        # an earlier miss in this batch may have filled the cache
-                        channel = cache.get(keys[i])
-                        channels[i] = channel if channel is not None else channel_of_key(values[i], keys[i])
+                index = channels.index
+                i = index(None)
+                while True:
+                    key = keys[i]
+                    channel = cache.get(key)  # an earlier miss in this batch may have filled it
+                    channels[i] = channel if channel is not None else channel_of_key(values[i], key)
+                    try:
+                        i = index(None, i + 1)
+                    except ValueError:
+                        break
         if len(cache) > self.key_cache_size:
             cache.clear()
-        if n == 1:
-            return [(0, values, timestamps)]
-        return bucket_by_channel(values, timestamps, channels, n)
+        return keys, channels
 
     def _channels_slow(self, values: list, keys: list) -> list[int]:
         """Record-by-record path for a batch holding an unhashable key: raises for the first one
@@ -181,7 +223,8 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         return channel if channel is not None else self._channel_of_key(value, key)
 
     def copy(self) -> "KeyGroupStreamPartitioner":
-        duplicate = KeyGroupStreamPartitioner(self.key_selector, self.max_parallelism, self.key_cache_size)
+        duplicate = KeyGroupStreamPartitioner(self.key_selector, self.max_parallelism, self.key_cache_size,
+                                              self.key_token)
         duplicate.number_of_channels = self.number_of_channels
         return duplicate
 

@@ -508,12 +508,11 @@ def metadata_to_json(metadata: CheckpointMetadata, directory: Optional[str] = No
                                  f"not a file handle of {directory or 'a directory'}; it cannot be "
                                  f"written to its {METADATA_FILE_NAME}")
             subtasks.append({"subtask_index": index, **handle.description})
-        entry = {"operator_id": op.operator_id, "uid": op.uid, "name": op.name,
-                 "parallelism": op.parallelism, "max_parallelism": op.max_parallelism,
-                 "subtasks": subtasks}
-        if op.coordinator_state is not None:  # base64 of the source's enumerator checkpoint bytes
-            entry["coordinator_state"] = base64.b64encode(op.coordinator_state).decode("ascii")
-        operators.append(entry)
+        operators.append({"operator_id": op.operator_id, "uid": op.uid, "name": op.name,
+                          "parallelism": op.parallelism, "max_parallelism": op.max_parallelism,
+                          "coordinator_state": (None if op.coordinator_state is None
+                                                else base64.b64encode(op.coordinator_state).decode("ascii")),
+                          "subtasks": subtasks})
     return json.dumps({
         "format": _FORMAT,
         "format_version": metadata.format_version,
@@ -552,7 +551,7 @@ def metadata_from_json(text: str, directory: str, source: str = "") -> Checkpoin
         for sub in op["subtasks"]:
             description = {k: v for k, v in sub.items() if k != "subtask_index"}
             handles[sub["subtask_index"]] = FileOperatorSubtaskStateHandle(directory, description)
-        coordinator_state = op.get("coordinator_state")
+        coordinator_state = op.get("coordinator_state")  # absent in snapshots of earlier Rills
         operators[op["operator_id"]] = OperatorState(
             op["operator_id"], op["parallelism"], op["max_parallelism"], handles, op["uid"], op["name"],
             None if coordinator_state is None else base64.b64decode(coordinator_state))

@@ -109,8 +109,8 @@ class OperatorState:
     :param uid: the user's uid of the operator, when one was set.
     :param name: the operator's name (for messages and metadata readers).
     :param coordinator_state: the state of the operator's coordinator (a source's split
-        enumerator: ``SourceCoordinator.snapshot_state`` bytes), taken before its subtasks were
-        triggered (Flink's ``OperatorState.coordinatorState``); ``None`` without a coordinator.
+        enumerator: ``SourceCoordinator.snapshot_state``), or ``None`` (Flink's
+        ``OperatorState.getCoordinatorState``).
     :raises ValueError: if the operator id is not 32 hex digits, a subtask index is outside
         ``[0, parallelism)``, or ``parallelism`` exceeds ``max_parallelism``.
     """
@@ -140,9 +140,8 @@ class OperatorState:
 
     @property
     def state_size(self) -> int:
-        """Bytes over all subtasks and the coordinator."""
-        return (sum(h.state_size for h in self.subtask_states.values())
-                + len(self.coordinator_state or b""))
+        """Bytes over all subtasks."""
+        return sum(h.state_size for h in self.subtask_states.values())
 
 
 @dataclass(frozen=True)

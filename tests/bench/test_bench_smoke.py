@@ -36,7 +36,7 @@ from bench.workloads.wordcount import word_of  # noqa: E402
 from rill.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows  # noqa: E402
 from rill.examples.word_count import count_one, split_words  # noqa: E402
 
-TINY = {"stateless": 5_000, "wordcount": 400, "tumbling": 30_000, "sliding": 30_000}
+TINY = {"stateless": 5_000, "wordcount": 400, "wordcount_sum": 400, "tumbling": 30_000, "sliding": 30_000}
 
 
 @pytest.mark.parametrize("name", sorted(WORKLOADS))

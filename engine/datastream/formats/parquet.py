@@ -18,6 +18,8 @@ from typing import Any, BinaryIO, Callable, List, Optional
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rill.datastream.formats.avro_parquet import AvroParquetReaders, AvroParquetWriters
+from rill.datastream.formats.parquet_input import ParquetColumnarRowInputFormat
 from rill.common.typeinfo import (
     BasicTypeInfo,
     ListTypeInfo,
@@ -27,7 +29,8 @@ from rill.common.typeinfo import (
     TypeInformation,
 )
 
-__all__ = ["ParquetBulkWriters", "ParquetWriterFactory", "ParquetBulkWriter"]
+__all__ = ["ParquetBulkWriters", "ParquetWriterFactory", "ParquetBulkWriter", "ParquetColumnarRowInputFormat",
+           "AvroParquetReaders", "AvroParquetWriters"]
 
 _BASIC = {
     "STRING": pa.string(), "CHAR": pa.string(), "BOOLEAN": pa.bool_(), "BYTE": pa.int8(),

@@ -9,11 +9,8 @@ Life of a checkpoint:
    passed since the last one completed; it is skipped (not a failure) while any task is not
    RUNNING;
 2. id ``n`` (1, 2, ...) gets a storage location and a :class:`PendingCheckpoint` that waits
-   for every task's acknowledgement; every operator coordinator (a source's split enumerator)
-   is snapshotted into it first (Flink's ``OperatorCoordinatorCheckpoints``: its state goes
-   into the metadata's ``OperatorState.coordinator_state``), then the source tasks (no network
-   inputs) get the trigger, so a split the enumerator hands out after its snapshot is known to
-   the reader as one of a later checkpoint; the timeout (``timeout_ms``) starts;
+   for every task's acknowledgement; the source tasks (no network inputs) get the trigger; the
+   timeout (``timeout_ms``) starts;
 3. every task acknowledges with its operators' state handles; the last acknowledgement
    completes it: the location is finalized with the metadata, the
    :class:`~rill.runtime.checkpoint.completed_checkpoint.CompletedCheckpoint` goes into the
@@ -33,11 +30,20 @@ and tasks, stores and the failure callback are called outside it.
 
 Not built yet: checkpoints after tasks finish (FLIP-147): once any task finished, triggers are
 skipped, and a task finishing during a checkpoint aborts it (``CHECKPOINT_DECLINED_TASK_CLOSING``);
-unaligned checkpoints (FLIP-76) are refused when the job starts; savepoints.
+unaligned checkpoints (FLIP-76) are refused when the job starts.
+
+Savepoints (:meth:`CheckpointCoordinator.trigger_savepoint`, :meth:`~CheckpointCoordinator.stop_with_savepoint`)
+go the same way with ``SnapshotType.SAVEPOINT`` and a location from the storage's
+``initialize_location_for_savepoint``; as Flink's they are forced (neither held back by
+``max_concurrent_checkpoints`` nor by ``min_pause_ms``), never enter the completed checkpoint
+store (so retention never discards them, and recovery restores from checkpoints only), neither
+subsume nor are subsumed, and do not count towards the tolerable failures. Their future
+completes with the savepoint's directory (its external pointer).
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import itertools
 import logging
 import threading
@@ -52,6 +58,7 @@ from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsSnapshot, Ch
 from rill.runtime.checkpoint.completed_checkpoint import CompletedCheckpoint
 from rill.runtime.checkpoint.completed_checkpoint_store import CompletedCheckpointStore
 from rill.runtime.checkpoint.pending_checkpoint import OperatorInfo, PendingCheckpoint, TaskAcknowledgeResult
+from rill.runtime.checkpoint.stop_mode import StopMode
 from rill.runtime.checkpoint.timer import Cancellable, CheckpointTimer
 from rill.state.checkpoint.metadata import SnapshotType
 from rill.state.checkpoint.storage import CheckpointStorage
@@ -94,17 +101,18 @@ class CheckpointCoordinator:
     :param timer: runs the periodic trigger and the timeouts.
     :param fail_job: ``(exception) -> None``: fails the job when too many checkpoints failed in
         a row (a ``RuntimeError`` with Flink's message).
-    :param operator_coordinators: ``() -> {operator id: coordinator}``: the job's current
-        operator coordinators (a restart replaces them), each with
-        ``snapshot_state(checkpoint_id) -> bytes``; none by default. A coordinator that raises
-        aborts the checkpoint (``TRIGGER_CHECKPOINT_FAILURE``, counted).
+    :param operator_coordinators: ``() -> {operator id: coordinator}``: the job's operator
+        coordinators (``SourceCoordinator`` s); each one's ``snapshot_state(checkpoint_id)`` is
+        taken before the sources are triggered and stored with the operator's state (Flink's
+        ``OperatorCoordinatorCheckpoints``); a failure fails the checkpoint (``IO_EXCEPTION``).
     :raises NotImplementedError: for ``unaligned=True`` (FLIP-76 is not built).
     """
 
     def __init__(self, job_id: str, options: CheckpointingOptions, operators: Sequence[OperatorInfo], tasks: TasksProvider,
                  storage: CheckpointStorage, timer: CheckpointTimer,
                  fail_job: Callable[[BaseException], None],
-                 operator_coordinators: Callable[[], Mapping[str, Any]] = dict) -> None:
+                 operator_coordinators: Optional[Callable[[], Mapping[str, Any]]] = None) -> None:
+        self._operator_coordinators = operator_coordinators or dict
         if options.unaligned:
             raise NotImplementedError(
                 "Unaligned checkpoints (execution.checkpointing.unaligned.enabled, FLIP-76) are not built yet: "
@@ -118,7 +126,6 @@ class CheckpointCoordinator:
         self.storage = storage
         self._timer = timer
         self._fail_job = fail_job
-        self._operator_coordinators = operator_coordinators
         #: the job's completed checkpoints (what recovery restores from)
         self.completed_checkpoint_store = CompletedCheckpointStore(options.num_retained)
         self.stats_tracker = CheckpointStatsTracker()
@@ -132,14 +139,8 @@ class CheckpointCoordinator:
         self._continuous_failures = 0
         self._shutdown = False
         self._job_failed = False
-
-    def continue_after(self, checkpoint_id: int) -> None:
-        """Number the next checkpoint ``checkpoint_id + 1``: a job restored from snapshot
-        ``checkpoint_id`` goes on from there (Flink sets its ``CheckpointIDCounter`` to the
-        restored id + 1), so ids stay above every id its restored state and source coordinators
-        have seen. Call before the scheduler starts."""
-        with self._lock:
-            self._ids = itertools.count(checkpoint_id + 1)
+        #: checkpoint id -> the future of a pending savepoint's directory
+        self._savepoint_futures: Dict[int, concurrent.futures.Future] = {}
 
     # -- scheduling ---------------------------------------------------------------------------
     def start_checkpoint_scheduler(self) -> None:
@@ -199,6 +200,7 @@ class CheckpointCoordinator:
             checkpoint_id = next(self._ids)
             timestamp = _now_ms()
             try:
+                coordinator_states = self._snapshot_operator_coordinators(checkpoint_id)
                 location = self.storage.initialize_location_for_checkpoint(checkpoint_id)
             except Exception as e:  # noqa: BLE001 - counted as Flink's IO_EXCEPTION
                 _LOG.warning("Checkpoint %d could not be started: %s", checkpoint_id, e)
@@ -209,20 +211,17 @@ class CheckpointCoordinator:
             if location is not None:
                 pending = PendingCheckpoint(
                     self.job_id, checkpoint_id, timestamp,
-                    {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location)
+                    {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location,
+                    coordinator_states=coordinator_states)
                 self._pending[checkpoint_id] = pending
                 pending.cancellable = self._timer.schedule(
                     self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
                 self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
                 options = CheckpointOptions(SnapshotType.CHECKPOINT, location, self._alignment)
                 sources = [t for t, _ in tasks if not t.tdd.input_gates]
-                coordinator_failure = self._snapshot_coordinators(pending)
         if location is None:
             if fail is not None:
                 self._fail_job(fail)
-            return None
-        if coordinator_failure is not None:
-            self._abort(checkpoint_id, coordinator_failure)
             return None
         for t in sources:
             try:
@@ -232,16 +231,100 @@ class CheckpointCoordinator:
                     CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{t.task_name_with_subtasks}: {e}"))
         return checkpoint_id
 
-    def _snapshot_coordinators(self, pending: PendingCheckpoint) -> Optional[CheckpointException]:
-        """Under the lock, before any task is triggered: every operator coordinator's state
-        into ``pending``; the exception to abort it with when one fails."""
-        for operator_id, coordinator in self._operator_coordinators().items():
+    def trigger_savepoint(self, target_directory: Optional[str] = None,
+                          stop_mode: Optional[StopMode] = None) -> "concurrent.futures.Future[str]":
+        """Take a savepoint now (Flink's ``triggerSavepoint``; with ``stop_mode`` the synchronous
+        savepoint of ``triggerSynchronousSavepoint``).
+
+        :param target_directory: a path or fsspec URL under which the savepoint's directory
+            ``savepoint-<job[:6]>-<random>`` is created; ``None``: the configured
+            ``execution.checkpointing.savepoint-dir``.
+        :param stop_mode: ``None`` for a savepoint the job runs on after; a
+            :class:`StopMode` makes every task stop once it completed (see
+            :meth:`stop_with_savepoint`).
+        :returns: a future of the savepoint's directory. It fails with ``ValueError`` when
+            there is no target directory (Flink's message), with a
+            :class:`CheckpointException` when not every task runs
+            (``NOT_ALL_REQUIRED_TASKS_RUNNING``), the coordinator is shut down, or the
+            savepoint is aborted (declined, expired after ``timeout_ms``, a task failed), and
+            with ``OSError`` when its directory cannot be created.
+        """
+        future: "concurrent.futures.Future[str]" = concurrent.futures.Future()
+        if target_directory is None and not getattr(self.storage, "savepoint_dir", None):
+            future.set_exception(ValueError(
+                "No savepoint directory: give a target directory or configure "
+                "execution.checkpointing.savepoint-dir (Flink: \"No savepoint directory has been specified. "
+                "You can either specify a target directory when triggering the savepoint or configure a "
+                "default savepoint directory\")"))
+            return future
+        with self._lock:
+            if self._shutdown:
+                future.set_exception(CheckpointException(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN))
+                return future
+            tasks = list(self._tasks())
+            not_running = [f"{t.task_name_with_subtasks} is {state.name}" for t, state in tasks
+                           if state is not ExecutionState.RUNNING]
+            if not tasks or not_running:
+                future.set_exception(CheckpointException(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
+                                                         f"({', '.join(not_running) or 'no task'})"))
+                return future
+            checkpoint_id = next(self._ids)
+            timestamp = _now_ms()
             try:
-                pending.set_coordinator_state(operator_id, coordinator.snapshot_state(pending.checkpoint_id))
-            except Exception as e:  # noqa: BLE001 - Flink's TRIGGER_CHECKPOINT_FAILURE
-                return CheckpointException(CheckpointFailureReason.TRIGGER_CHECKPOINT_FAILURE,
-                                           f"the coordinator of operator {operator_id}: {type(e).__name__}: {e}")
-        return None
+                coordinator_states = self._snapshot_operator_coordinators(checkpoint_id)
+                location = self.storage.initialize_location_for_savepoint(checkpoint_id, target_directory)
+            except Exception as e:  # noqa: BLE001 - the caller's future says why
+                future.set_exception(e)
+                return future
+            pending = PendingCheckpoint(
+                self.job_id, checkpoint_id, timestamp,
+                {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location,
+                SnapshotType.SAVEPOINT, coordinator_states)
+            self._pending[checkpoint_id] = pending
+            self._savepoint_futures[checkpoint_id] = future
+            pending.cancellable = self._timer.schedule(self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
+            self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
+            options = CheckpointOptions(SnapshotType.SAVEPOINT, location, self._alignment, stop_mode)
+            sources = [t for t, _ in tasks if not t.tdd.input_gates]
+        _LOG.info("Triggering %ssavepoint %d of job %s into %s", "synchronous " if stop_mode else "", checkpoint_id,
+                  self.job_id, location.location_reference)
+        for t in sources:
+            try:
+                t.trigger_checkpoint(checkpoint_id, timestamp, options)
+            except Exception as e:  # noqa: BLE001 - a task that cannot take the trigger declines it
+                self.receive_decline_message(checkpoint_id, t.tdd.attempt_id, CheckpointException(
+                    CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, f"{t.task_name_with_subtasks}: {e}"))
+        return future
+
+    def continue_after(self, checkpoint_id: int) -> None:
+        """Number the next checkpoints from ``checkpoint_id + 1``: a job restored from checkpoint
+        or savepoint ``checkpoint_id`` goes on from there, as Flink's (its source readers and
+        coordinators compare checkpoint ids with the restored one). Call before the first trigger."""
+        with self._lock:
+            self._ids = itertools.count(checkpoint_id + 1)
+
+    def _snapshot_operator_coordinators(self, checkpoint_id: int) -> Dict[str, bytes]:
+        """Under the lock, before the sources are triggered: every operator coordinator's state."""
+        return {oid: c.snapshot_state(checkpoint_id) for oid, c in self._operator_coordinators().items()}
+
+    def stop_with_savepoint(self, target_directory: Optional[str], drain: bool) -> "concurrent.futures.Future[str]":
+        """Stop periodic checkpoints and take a synchronous savepoint (FLIP-34, Flink's
+        ``stopWithSavepoint``): the sources take it and stop reading; with ``drain`` they emit
+        ``MAX_WATERMARK`` first. Once it completed every task ends (FINISHED); without drain no
+        operator is told its input ended. If the savepoint fails the periodic checkpoints start
+        again and the job runs on, as in Flink.
+
+        :returns: the future of :meth:`trigger_savepoint`.
+        """
+        self.stop_checkpoint_scheduler()
+        future = self.trigger_savepoint(target_directory, StopMode.DRAIN if drain else StopMode.NO_DRAIN)
+
+        def restart_scheduler(f: concurrent.futures.Future) -> None:
+            if f.exception() is not None:
+                self.start_checkpoint_scheduler()
+
+        future.add_done_callback(restart_scheduler)
+        return future
 
     def _on_timeout(self, checkpoint_id: int) -> None:
         self._abort(checkpoint_id, CheckpointException(
@@ -329,13 +412,18 @@ class CheckpointCoordinator:
         now = _now_ms()
         completed = CompletedCheckpoint(pending.checkpoint_id, pending.timestamp, now, pending.metadata(pointer),
                                         pointer, pending.location)
-        self.completed_checkpoint_store.add(completed)
+        savepoint = pending.snapshot_type is SnapshotType.SAVEPOINT
+        if not savepoint:  # a savepoint belongs to the user: retention never discards it
+            self.completed_checkpoint_store.add(completed)
         self.stats_tracker.report_completed_checkpoint(pending.checkpoint_id, now, pointer)
         with self._lock:
             self._last_completion_ns = time.monotonic_ns()
             self._continuous_failures = 0
-            subsumed = [cid for cid in self._pending if cid < pending.checkpoint_id]
+            subsumed = [] if savepoint else [cid for cid, p in self._pending.items()
+                                             if cid < pending.checkpoint_id
+                                             and p.snapshot_type is SnapshotType.CHECKPOINT]
             tasks = [t for t, _ in self._tasks()]
+            future = self._savepoint_futures.pop(pending.checkpoint_id, None)
         for cid in subsumed:
             self._abort(cid, CheckpointException(CheckpointFailureReason.CHECKPOINT_SUBSUMED))
         _LOG.info("Completed checkpoint %d for job %s (%d bytes, %d ms)", completed.checkpoint_id, self.job_id,
@@ -345,6 +433,8 @@ class CheckpointCoordinator:
                 t.notify_checkpoint_complete(completed.checkpoint_id)
             except Exception:  # noqa: BLE001 - a task that ended cannot be told
                 _LOG.debug("notify_checkpoint_complete(%d) not delivered", completed.checkpoint_id, exc_info=True)
+        if future is not None:
+            future.set_result(pointer)
         self._after_checkpoint_ended()
 
     def _abort(self, checkpoint_id: int, exception: CheckpointException, notify: bool = True) -> None:
@@ -352,8 +442,11 @@ class CheckpointCoordinator:
             pending = self._pending.pop(checkpoint_id, None)
             if pending is None:
                 return
-            fail = self._count_failure(exception.reason)
+            # savepoints do not count towards the tolerable failures (Flink's CheckpointFailureManager)
+            fail = (self._count_failure(exception.reason) if pending.snapshot_type is SnapshotType.CHECKPOINT
+                    else None)
             tasks = [t for t, _ in self._tasks()] if notify else []
+            future = self._savepoint_futures.pop(checkpoint_id, None)
         pending.dispose()
         self.stats_tracker.report_failed_checkpoint(checkpoint_id, _now_ms(), str(exception))
         _LOG.info("Checkpoint %d of job %s aborted: %s", checkpoint_id, self.job_id, exception)
@@ -362,6 +455,8 @@ class CheckpointCoordinator:
                 t.notify_checkpoint_aborted(checkpoint_id)
             except Exception:  # noqa: BLE001 - a task that ended cannot be told
                 _LOG.debug("notify_checkpoint_aborted(%d) not delivered", checkpoint_id, exc_info=True)
+        if future is not None:
+            future.set_exception(exception)
         if fail is not None:
             self._fail_job(fail)
         else:

@@ -32,7 +32,6 @@ class CheckpointFailureReason(enum.Enum):
     TASK_FAILURE = ("Task has failed.", False)
     TASK_CHECKPOINT_FAILURE = ("Task local checkpoint failure.", False)
     IO_EXCEPTION = ("An Exception occurred while triggering the checkpoint.", True)
-    TRIGGER_CHECKPOINT_FAILURE = ("Trigger checkpoint failure.", True)
 
     def __init__(self, message: str, counted: bool) -> None:
         self.message = message

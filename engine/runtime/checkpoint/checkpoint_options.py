@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import Optional
 
+from rill.runtime.checkpoint.stop_mode import StopMode
 from rill.state.checkpoint.metadata import SnapshotType
 from rill.state.checkpoint.storage import CheckpointStorageLocation
 
@@ -32,11 +34,19 @@ class CheckpointOptions:
     :param target_location: where the tasks write their state (picklable; a memory location
         carries nothing).
     :param alignment: :class:`AlignmentType`.
+    :param stop_mode: set on the synchronous savepoint of stop-with-savepoint: every task
+        that takes it stops after it completed (see
+        :class:`~rill.runtime.checkpoint.stop_mode.StopMode`); ``None`` otherwise.
     """
 
     snapshot_type: SnapshotType
     target_location: CheckpointStorageLocation
     alignment: AlignmentType = AlignmentType.ALIGNED
+    stop_mode: Optional[StopMode] = None
+
+    def is_synchronous(self) -> bool:
+        """Whether the tasks stop after this snapshot (Flink's ``SnapshotType.isSynchronous``)."""
+        return self.stop_mode is not None
 
     def is_exactly_once_mode(self) -> bool:
         """Whether the barrier aligns the inputs (Flink's ``isExactlyOnceMode``)."""

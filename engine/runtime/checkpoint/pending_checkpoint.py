@@ -57,11 +57,15 @@ class PendingCheckpoint:
     :param operators: every operator of the job (the metadata lists each).
     :param location: where the tasks write; disposed of on abort.
     :param snapshot_type: checkpoint or savepoint.
+    :param coordinator_states: operator id -> the state of its coordinator (a source's
+        enumerator), taken before the sources were triggered.
     """
 
     def __init__(self, job_id: str, checkpoint_id: int, timestamp: int, tasks_to_ack: Mapping[str, str],
                  operators: Iterable[OperatorInfo], location: CheckpointStorageLocation,
-                 snapshot_type: SnapshotType = SnapshotType.CHECKPOINT) -> None:
+                 snapshot_type: SnapshotType = SnapshotType.CHECKPOINT,
+                 coordinator_states: Optional[Mapping[str, bytes]] = None) -> None:
+        self._coordinator_states = dict(coordinator_states or {})
         self.job_id = job_id
         self.checkpoint_id = checkpoint_id
         self.timestamp = timestamp
@@ -71,7 +75,6 @@ class PendingCheckpoint:
         self._acknowledged: Set[str] = set()
         self._operators = {op.operator_id: op for op in operators}
         self._handles: Dict[str, Dict[int, OperatorSubtaskStateHandle]] = {oid: {} for oid in self._operators}
-        self._coordinator_states: Dict[str, bytes] = {}
         self.disposed = False
         #: the timeout timer, cancelled on completion or abort
         self.cancellable = None
@@ -114,17 +117,6 @@ class PendingCheckpoint:
             if handle is not None:
                 self._handles[oid][subtask_index] = handle
         return TaskAcknowledgeResult.SUCCESS
-
-    def set_coordinator_state(self, operator_id: str, data: bytes) -> None:
-        """Record the state of operator ``operator_id``'s coordinator (Flink's
-        ``PendingCheckpoint.acknowledgeCoordinatorState``).
-
-        :raises ValueError: if the operator is not one of the job's.
-        """
-        if operator_id not in self._operators:
-            raise ValueError(f"Checkpoint {self.checkpoint_id}: coordinator state of operator {operator_id}, "
-                             "which is not in the job")
-        self._coordinator_states[operator_id] = data
 
     def metadata(self, external_pointer: Optional[str] = None) -> CheckpointMetadata:
         """The metadata of the completed checkpoint (every operator of the job, with the handles

@@ -277,8 +277,8 @@ def free_port(host: str = "127.0.0.1") -> int:
 LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s %(message)s"
 
 
-def _log_defs(log_file: str) -> Dict[str, Any]:
-    """Thespian's ``logDefs``: every actor's records into ``log_file`` at ``cluster.log-level``.
+def cluster_log_level() -> int:
+    """The level of ``cluster.log-level`` (a ``logging`` level number).
 
     :raises ValueError: naming the key and the value when the level is not a logging level.
     """
@@ -288,6 +288,15 @@ def _log_defs(log_file: str) -> Dict[str, Any]:
     if not isinstance(level, int):
         raise ValueError(f"{ConfigOptions.CLUSTER_LOG_LEVEL.key}: '{name}' is not a logging level "
                          "(DEBUG, INFO, WARNING, ERROR, CRITICAL)")
+    return level
+
+
+def _log_defs(log_file: str) -> Dict[str, Any]:
+    """Thespian's ``logDefs``: every actor's records into ``log_file`` at ``cluster.log-level``.
+
+    :raises ValueError: naming the key and the value when the level is not a logging level.
+    """
+    level = cluster_log_level()
     return {
         "version": 1,
         "formatters": {"plain": {"format": LOG_FORMAT}},

@@ -172,9 +172,9 @@ def install(secret: bytes, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES, l
             _state.file_logger = file_logger
 
 
-def log_to_cluster_file(*logger_names: str) -> None:
+def log_to_cluster_file(*logger_names: str, level: Optional[int] = None) -> None:
     """Make the named loggers of this process write straight to the cluster log given to
-    :func:`install` (and not propagate), when there is one.
+    :func:`install` (and not propagate), when there is one; with ``level``, at that level.
 
     For loggers used by threads other than an actor's own: Thespian's log forwarding sends each
     record through the actor's transport, which only the actor's thread may use. Idempotent.
@@ -184,6 +184,8 @@ def log_to_cluster_file(*logger_names: str) -> None:
         return
     for name in logger_names:
         logger = logging.getLogger(name)  # now: Thespian replaced the logging tree in this process
+        if level is not None:
+            logger.setLevel(level)
         for handler in file_logger.handlers:
             if handler not in logger.handlers:
                 logger.addHandler(handler)

@@ -149,6 +149,51 @@ class ClusterClient:
         the job's status when the request arrived (a terminal status: nothing was cancelled)."""
         return self.ask(self.dispatcher, m.CancelJob(job_id))
 
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str] = None,
+                          drain: Optional[bool] = None):
+        """Ask the Dispatcher for a savepoint of ``job_id`` (with ``drain`` not ``None``:
+        stop-with-savepoint); returns :class:`~rill.runtime.cluster.messages.SavepointTriggered`
+        or, when the job does not run there, a failed ``SavepointStatusReport``."""
+        return self.ask(self.dispatcher, m.TriggerSavepoint(job_id, target_directory, drain))
+
+    def savepoint_status(self, job_id: str, trigger_id: str) -> m.SavepointStatusReport:
+        """The status of savepoint operation ``trigger_id``."""
+        return self.ask(self.dispatcher, m.RequestSavepointStatus(job_id, trigger_id))
+
+    def savepoint_future(self, job_id: str, target_directory: Optional[str] = None,
+                         drain: Optional[bool] = None) -> "concurrent.futures.Future[str]":
+        """Trigger a savepoint (see :meth:`trigger_savepoint`) and return a future of its
+        directory, completed by a thread that asks for its status every ``POLL_INTERVAL_S``.
+        The future fails with ``RuntimeError`` naming the cause the JobMaster reported."""
+        future: "concurrent.futures.Future[str]" = concurrent.futures.Future()
+        first = self.trigger_savepoint(job_id, target_directory, drain)
+
+        def settle(report: m.SavepointStatusReport) -> bool:
+            if report.status == "IN_PROGRESS":
+                return False
+            if report.location is not None:
+                future.set_result(report.location)
+            else:
+                future.set_exception(RuntimeError(f"Savepoint of job {job_id} failed: {report.failure_cause}"))
+            return True
+
+        if isinstance(first, m.SavepointStatusReport):
+            settle(first)
+            return future
+
+        def poll() -> None:
+            while True:
+                try:
+                    if settle(self.savepoint_status(job_id, first.trigger_id)):
+                        return
+                except Exception as e:  # noqa: BLE001 - the cluster went away
+                    future.set_exception(e)
+                    return
+                time.sleep(POLL_INTERVAL_S)
+
+        threading.Thread(target=poll, name=f"rill-savepoint-{first.trigger_id[:8]}", daemon=True).start()
+        return future
+
     def job_report(self, job_id: str, timeout_s: float = ASK_TIMEOUT_S):
         return self.ask(self.leaders(timeout_s).dispatcher, m.RequestJobStatus(job_id), timeout_s)
 
@@ -317,6 +362,27 @@ class ClusterJobClient:
 
     def get_job_execution_result(self) -> "concurrent.futures.Future":
         return self._result
+
+    def trigger_savepoint(self, savepoint_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
+        """As ``JobClient.trigger_savepoint``; the future fails with ``RuntimeError`` naming the
+        JobMaster's reason."""
+        return self._client.savepoint_future(self._job_id, savepoint_directory)
+
+    def stop_with_savepoint(self, advance_to_end_of_event_time: bool = False,
+                            savepoint_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
+        """As ``JobClient.stop_with_savepoint``: done once the job is FINISHED and this client
+        has its final report."""
+        done: "concurrent.futures.Future[str]" = concurrent.futures.Future()
+        savepoint = self._client.savepoint_future(self._job_id, savepoint_directory, bool(advance_to_end_of_event_time))
+
+        def on_savepoint(f: concurrent.futures.Future) -> None:
+            if f.exception() is not None:
+                done.set_exception(f.exception())
+            else:
+                self._result.add_done_callback(lambda _r: done.set_result(f.result()))
+
+        savepoint.add_done_callback(on_savepoint)
+        return done
 
     def wait(self, timeout_s: Optional[float] = None) -> JobStatus:
         concurrent.futures.wait([self._result], timeout=timeout_s)

@@ -22,9 +22,11 @@ reason, non-final while the old jobs' orphaned JobMasters may still send their f
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import os
 import time
+import uuid
 from datetime import timedelta
 from typing import Dict, Optional, Tuple
 
@@ -45,6 +47,23 @@ MAX_ARCHIVED = 100
 TICK = timedelta(milliseconds=200)
 
 
+#: how many savepoint operations the Dispatcher remembers (Flink's CompletedOperationCache)
+MAX_SAVEPOINT_OPERATIONS = 1000
+
+
+class _BoundedDict(collections.OrderedDict):
+    """Forgets its oldest entries beyond ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def __setitem__(self, key, value) -> None:
+        super().__setitem__(key, value)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
 class DispatcherActor(Actor):
     """The Dispatcher (one, global name ``rill.dispatcher``)."""
 
@@ -54,6 +73,8 @@ class DispatcherActor(Actor):
         self.secret = None
         self.job_masters = {}  # job id → JobMaster address (while it runs)
         self.reports: "collections.OrderedDict[str, m.JobStatusReport]" = collections.OrderedDict()
+        #: savepoint operations by trigger id, the last MAX_SAVEPOINT_OPERATIONS kept
+        self.savepoint_operations: Dict[str, m.SavepointStatusReport] = _BoundedDict(MAX_SAVEPOINT_OPERATIONS)
         self.init: Optional[m.InitDispatcher] = None
         self.started = time.monotonic()
         self.watch = ParentWatch()
@@ -90,6 +111,13 @@ class DispatcherActor(Actor):
             if report is not None and report.result is None:
                 log.info("job %s (%s): cancellation requested", msg.job_id, report.job_name)
             self.send(sender, m.CancelAck(msg.job_id, report is not None, report.status if report else None))
+        elif isinstance(msg, m.TriggerSavepoint):
+            self._trigger_savepoint(msg, sender)
+        elif isinstance(msg, m.SavepointStatusReport):  # a JobMaster's savepoint operation ended
+            self.savepoint_operations[msg.trigger_id] = msg
+        elif isinstance(msg, m.RequestSavepointStatus):
+            self.send(sender, self.savepoint_operations.get(msg.trigger_id) or m.SavepointStatusReport(
+                msg.job_id, msg.trigger_id, "UNKNOWN", failure_cause=f"No savepoint operation {msg.trigger_id}"))
         elif isinstance(msg, KvStateRequest):
             route_in_dispatcher(self.job_masters, msg, sender, self.send)
         elif isinstance(msg, m.RequestClusterOverview):
@@ -102,6 +130,26 @@ class DispatcherActor(Actor):
                 self.send(jm, ActorExitRequest())
         elif isinstance(msg, PoisonMessage):
             log.warning("undeliverable %r", msg.poisonMessage)
+
+    def _trigger_savepoint(self, msg: m.TriggerSavepoint, sender) -> None:
+        """Forward a savepoint request to the job's JobMaster under a new trigger id and answer
+        with the id; the JobMaster reports the outcome here (Flink's ``CompletedOperationCache``)."""
+        jm = self.job_masters.get(msg.job_id)
+        report = self.reports.get(msg.job_id)
+        trigger_id = uuid.uuid4().hex
+        if jm is None or report is None or report.result is not None:
+            why = ("the cluster knows no such job" if report is None
+                   else f"the job is {report.status}, not RUNNING")
+            failed = m.SavepointStatusReport(msg.job_id, trigger_id, "COMPLETED",
+                                             failure_cause=f"Cannot take a savepoint of job {msg.job_id}: {why}")
+            self.savepoint_operations[trigger_id] = failed
+            self.send(sender, failed)
+            return
+        self.savepoint_operations[trigger_id] = m.SavepointStatusReport(msg.job_id, trigger_id, "IN_PROGRESS")
+        log.info("job %s: %s requested (trigger %s)", msg.job_id,
+                 "savepoint" if msg.drain is None else "stop-with-savepoint", trigger_id)
+        self.send(jm, dataclasses.replace(msg, trigger_id=trigger_id))
+        self.send(sender, m.SavepointTriggered(msg.job_id, trigger_id))
 
     def _submit(self, msg: m.SubmitJob, sender) -> None:
         if self.resource_manager is None:
@@ -175,6 +223,10 @@ class DispatcherActor(Actor):
         for job_id, jm in list(self.job_masters.items()):
             if jm == address:
                 del self.job_masters[job_id]
+                for trigger_id, op in list(self.savepoint_operations.items()):
+                    if op.job_id == job_id and op.status == "IN_PROGRESS":  # nothing will report it
+                        self.savepoint_operations[trigger_id] = dataclasses.replace(
+                            op, status="COMPLETED", failure_cause=f"The JobMaster of job {job_id} exited")
                 report = self.reports.get(job_id)
                 if report is not None and report.result is None:
                     pid = report.job_master_pid if report.job_master_pid is not None else "?"

@@ -311,6 +311,8 @@ class JobMasterActor(Actor):
         elif isinstance(msg, m.CancelJob):
             if self.jm is not None:
                 self.jm.cancel()
+        elif isinstance(msg, m.TriggerSavepoint):
+            self._trigger_savepoint(msg)
         elif isinstance(msg, m.JobMasterHeartbeatAck):
             self.unanswered_heartbeats.discard(msg.resource_id)
         elif isinstance(msg, m.TaskExecutorLost):
@@ -554,6 +556,25 @@ class JobMasterActor(Actor):
                 self.send(te, m.JobMasterHeartbeat(self.job_id))
 
     # -- end and reports --------------------------------------------------------------------------
+    def _trigger_savepoint(self, msg: m.TriggerSavepoint) -> None:
+        """Start the savepoint (or stop-with-savepoint) and report its outcome to the
+        Dispatcher under ``msg.trigger_id``. The futures complete on this actor's thread (task
+        acknowledgements and state reports are messages here), so the report is sent from it."""
+        if self.jm is None:
+            self.send(self.dispatcher, m.SavepointStatusReport(
+                msg.job_id, msg.trigger_id, "COMPLETED", failure_cause=f"Job {msg.job_id} has not started"))
+            return
+        future = (self.jm.trigger_savepoint(msg.target_directory) if msg.drain is None
+                  else self.jm.stop_with_savepoint(msg.target_directory, msg.drain))
+
+        def report(f) -> None:
+            error = f.exception()
+            self.send(self.dispatcher, m.SavepointStatusReport(
+                msg.job_id, msg.trigger_id, "COMPLETED", location=None if error else f.result(),
+                failure_cause=f"{type(error).__name__}: {error}" if error else None))
+
+        future.add_done_callback(report)
+
     def _on_terminal(self, jm) -> None:
         self._release_tasks()
         self.send(self.resource_manager, m.FreeSlots(self.job_id))

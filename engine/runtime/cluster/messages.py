@@ -594,3 +594,50 @@ class DeclineCheckpoint:
     reason: bytes
 
     __repr__ = _short_repr
+
+
+# ---------------------------------------------------------------- savepoints
+
+
+@dataclass(frozen=True)
+class TriggerSavepoint:
+    """client → Dispatcher → JobMaster: take a savepoint of ``job_id`` under
+    ``target_directory`` (``None``: the configured default); with ``drain`` not ``None`` it is
+    stop-with-savepoint (``drain``: emit ``MAX_WATERMARK`` first). The Dispatcher answers at once
+    with :class:`SavepointTriggered` (or a failed :class:`SavepointStatusReport` for a job it
+    does not run) and forwards it with ``trigger_id`` set."""
+
+    job_id: str
+    target_directory: Optional[str] = None
+    drain: Optional[bool] = None
+    trigger_id: str = ""
+
+
+@dataclass(frozen=True)
+class SavepointTriggered:
+    """Dispatcher → client: the savepoint operation's id (Flink's ``TriggerResponse``)."""
+
+    job_id: str
+    trigger_id: str
+
+
+@dataclass(frozen=True)
+class RequestSavepointStatus:
+    """client → Dispatcher: the status of savepoint operation ``trigger_id``."""
+
+    job_id: str
+    trigger_id: str
+
+
+@dataclass(frozen=True)
+class SavepointStatusReport:
+    """JobMaster → Dispatcher when a savepoint operation ended, Dispatcher → client on request
+    (Flink's ``AsynchronousOperationResult``): ``status`` ``IN_PROGRESS``, ``COMPLETED`` or,
+    for an unknown job or trigger id, ``UNKNOWN``; ``location`` the savepoint's directory;
+    ``failure_cause`` why it failed."""
+
+    job_id: str
+    trigger_id: str
+    status: str
+    location: Optional[str] = None
+    failure_cause: Optional[str] = None

@@ -241,11 +241,13 @@ class StreamTaskActor(Actor):
         from rill.network.netty.connection_manager import NettyConnectionManager  # noqa: PLC0415
         from rill.network.partition.result_partition_manager import ResultPartitionManager  # noqa: PLC0415
 
+        from rill.runtime.cluster.actor_system import cluster_log_level  # noqa: PLC0415
         from rill.runtime.cluster.auth_transport import log_to_cluster_file  # noqa: PLC0415
 
-        # the data plane logs refused connections from its IO thread, which must never send
-        # through this actor's transport (Thespian's log forwarding does): straight to the file
-        log_to_cluster_file("rill.network.netty")
+        # the data plane logs refused connections from its IO thread, and the task logs its state
+        # changes from its own thread; neither may send through this actor's transport
+        # (Thespian's log forwarding does): straight to the file
+        log_to_cluster_file("rill.network.netty", "rill.runtime.taskmanager.task", level=cluster_log_level())
         self.attempt_id = msg.attempt_id
         self.job_master = msg.job_master
         self.task_name, self.resource_id = msg.task_name, msg.resource_id

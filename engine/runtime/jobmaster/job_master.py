@@ -59,6 +59,7 @@ from rill.runtime.jobmaster.failover import (
     schedule_on_timer,
 )
 from rill.runtime.jobmaster.scheduler import assign_slots
+from rill.runtime.jobmaster import savepoints
 from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.state.checkpoint.metadata import CheckpointMetadata
 from rill.runtime.taskmanager.task import TaskFailure
@@ -145,27 +146,19 @@ class JobMaster:
                         self.watermark_alignment.expect(cfg.watermark_alignment.watermark_group,
                                                         [(cfg.node_id, i) for i in range(v.get_parallelism())])
                     self._source_totals.append(cfg.source.estimated_total_units())
-        self._reset_coordinators_to_checkpoint()
+        self._restore_source_coordinators()
 
-    def _reset_coordinators_to_checkpoint(self) -> None:
-        """Before any task of this attempt is deployed: each source coordinator resumes from the
-        enumerator state stored with the checkpoint the tasks restore from (Flink's
-        ``OperatorCoordinator.resetToCheckpoint``), so that no split is both in a restored
-        reader's state and handed out again."""
+    def _restore_source_coordinators(self) -> None:
+        """Reset every source's enumerator to the snapshot the job restores from, so that it
+        hands out only the splits no restored reader holds (Flink's ``resetToCheckpoint``)."""
         metadata = self._metadata_to_restore()
         if metadata is None:
             return
-        for operator_id, coordinator in self._coordinators_by_operator().items():
-            state = metadata.operator_states.get(operator_id)
-            coordinator.reset_to_checkpoint(metadata.checkpoint_id, None if state is None else state.coordinator_state)
-
-    def _coordinators_by_operator(self) -> Dict[str, SourceCoordinator]:
-        """The current attempt's source coordinators by operator id (what the checkpoint
-        coordinator snapshots; a restart replaces them)."""
-        coordinators = self.coordinators  # replaced whole on restart: read the reference once
-        return {str(cfg.operator_id): coordinators[cfg.node_id]
-                for v in self.job_graph.get_vertices() for cfg in v.stream_configs.values()
-                if cfg.source is not None and cfg.node_id in coordinators}
+        for v in self.job_graph.get_vertices():
+            for cfg in v.stream_configs.values():
+                op = metadata.operator_states.get(str(cfg.operator_id))
+                if cfg.source is not None and op is not None and op.coordinator_state is not None:
+                    self.coordinators[cfg.node_id].reset_to_checkpoint(metadata.checkpoint_id, op.coordinator_state)
 
     def _tdds(self) -> List[TaskDeploymentDescriptor]:
         conf = self.config
@@ -296,9 +289,15 @@ class JobMaster:
         self.checkpoint_coordinator = CheckpointCoordinator(
             self.job_id, options, operators_of_job_graph(self.job_graph), self._checkpoint_tasks,
             create_checkpoint_storage(options.checkpoint_dir, self.job_id, options.savepoint_dir),
-            self._checkpoint_timer, self._fail_on_checkpoint_failure, self._coordinators_by_operator)
-        if self._initial_restore is not None:  # ids go on after the snapshot's, as Flink's counter
+            self._checkpoint_timer, self._fail_on_checkpoint_failure, self._source_coordinators_by_operator)
+        if self._initial_restore is not None:
             self.checkpoint_coordinator.continue_after(self._initial_restore.checkpoint_id)
+
+    def _source_coordinators_by_operator(self) -> Dict[str, Any]:
+        """Operator id -> the source's coordinator (what the checkpoint coordinator snapshots)."""
+        with self._lock:
+            return {str(cfg.operator_id): self.coordinators[cfg.node_id] for v in self.job_graph.get_vertices()
+                    for cfg in v.stream_configs.values() if cfg.source is not None and cfg.node_id in self.coordinators}
 
     def _checkpoint_tasks(self):
         """Every task with its state as recorded here (what the coordinator triggers and waits for)."""
@@ -331,6 +330,15 @@ class JobMaster:
             self.checkpoint_coordinator.shutdown()
         if self._checkpoint_timer is not None:
             self._checkpoint_timer.shutdown()
+
+    def trigger_savepoint(self, target_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
+        """A savepoint of the running job: see :func:`rill.runtime.jobmaster.savepoints.trigger_savepoint`."""
+        return savepoints.trigger_savepoint(self, target_directory)
+
+    def stop_with_savepoint(self, target_directory: Optional[str] = None,
+                            drain: bool = False) -> "concurrent.futures.Future[str]":
+        """Stop with a synchronous savepoint: see :func:`rill.runtime.jobmaster.savepoints.stop_with_savepoint`."""
+        return savepoints.stop_with_savepoint(self, target_directory, drain)
 
     def get_checkpoint_stats(self) -> Optional[CheckpointStatsSnapshot]:
         """The job's checkpoint statistics, ``None`` without checkpointing."""

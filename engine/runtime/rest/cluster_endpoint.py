@@ -36,6 +36,7 @@ from rill.common.configuration import ConfigOptions, Configuration, load_configu
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.actor_system import parse_cluster_target, read_cluster_info, run_dir
 from rill.runtime.cluster.client import ClusterClient
+from rill.runtime.jobmaster.savepoints import SavepointStatus
 from rill.runtime.rest.gateway import JobNotFoundError, RestfulGateway
 from rill.runtime.rest.options import RestEndpointConfig, RestOptions
 from rill.runtime.rest.server import RestServerEndpoint
@@ -147,6 +148,23 @@ class ClusterGateway(RestfulGateway):
     def cancel_job(self, job_id: str) -> None:
         if not self._client.cancel(job_id).known:
             raise JobNotFoundError(f"Job {job_id} not found")
+
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool]) -> str:
+        if self._snapshot(job_id) is None:
+            raise JobNotFoundError(f"Job {job_id} not found")
+        return self._client.trigger_savepoint(job_id, target_directory, drain).trigger_id
+
+    def checkpoint_stats(self, job_id: str):
+        report = self._client.job_report(job_id)
+        if not isinstance(report, m.JobStatusReport):
+            raise JobNotFoundError(f"Job {job_id} not found")
+        return report.checkpoint_stats
+
+    def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
+        report = self._client.savepoint_status(job_id, trigger_id)
+        if report.status == "UNKNOWN":
+            return None
+        return SavepointStatus(report.status, report.location, report.failure_cause)
 
     def list_taskmanagers(self) -> List[Dict]:
         return [{"id": rid, "slotsNumber": slots, "freeSlots": free, "host": host}

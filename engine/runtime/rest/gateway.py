@@ -1,4 +1,4 @@
-"""What the REST handlers ask: the jobs, a job, the TaskManagers, and cancel (Flink's
+"""What the REST handlers ask: the jobs, a job, the TaskManagers, cancel and savepoints (Flink's
 ``RestfulGateway``, which the Dispatcher implements).
 
 :class:`RestfulGateway` is the interface the server calls, from its request threads; it must
@@ -10,11 +10,13 @@ cluster's Dispatcher keeps the last 100 results).
 
 from __future__ import annotations
 
+import concurrent.futures
 import threading
 from abc import ABC, abstractmethod
 from collections import OrderedDict
 from typing import Callable, Dict, List, Optional
 
+from rill.runtime.jobmaster.savepoints import SavepointOperations, SavepointStatus
 from rill.runtime.rest.snapshot import JobSnapshot, snapshot_job_master
 
 __all__ = ["RestfulGateway", "EmbeddedGateway", "JobNotFoundError", "MAX_ARCHIVED_JOBS"]
@@ -46,6 +48,22 @@ class RestfulGateway(ABC):
     def list_taskmanagers(self) -> List[Dict]:
         """``[{"id", "slotsNumber", "freeSlots", "host"}]``, one per TaskExecutor."""
 
+    @abstractmethod
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool]) -> str:
+        """Start a savepoint of the job (``drain`` ``None``) or stop it with one (``drain``
+        ``True``/``False``) and return at once with the operation's trigger id (Flink's
+        ``triggerSavepoint`` / ``stopWithSavepoint`` through the ``CompletedOperationCache``).
+        :raises JobNotFoundError: for an unknown id."""
+
+    @abstractmethod
+    def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
+        """The savepoint operation's status, ``None`` for an unknown trigger id."""
+
+    @abstractmethod
+    def checkpoint_stats(self, job_id: str):
+        """The job's ``CheckpointStatsSnapshot`` (its final one once it ended), ``None`` without
+        checkpointing. :raises JobNotFoundError: for an unknown id."""
+
 
 class EmbeddedGateway(RestfulGateway):
     """The gateway of a MiniCluster.
@@ -57,15 +75,19 @@ class EmbeddedGateway(RestfulGateway):
         self._running = running_job_masters
         self._lock = threading.Lock()
         self._archive: "OrderedDict[str, JobSnapshot]" = OrderedDict()
+        self._savepoints = SavepointOperations()
+        self._archived_stats: "OrderedDict[str, object]" = OrderedDict()
 
     def archive(self, job_master) -> None:
         """Keep the final picture of a job that has ended (call before it leaves the running
         list, so a request never misses it)."""
         snap = snapshot_job_master(job_master)
+        stats = job_master.get_checkpoint_stats()
         with self._lock:
             self._archive[snap.job_id] = snap
+            self._archived_stats[snap.job_id] = stats
             while len(self._archive) > MAX_ARCHIVED_JOBS:
-                self._archive.popitem(last=False)
+                self._archived_stats.pop(self._archive.popitem(last=False)[0], None)
 
     def _live(self) -> Dict[str, object]:
         return {jm.job_id: jm for jm in self._running()}
@@ -95,6 +117,33 @@ class EmbeddedGateway(RestfulGateway):
                 raise JobNotFoundError(f"Job {job_id} not found")
             return  # already ended: cancelling is a no-op, as in Flink
         jm.cancel()
+
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool]) -> str:
+        jm = self._live().get(job_id)
+        if jm is None:
+            with self._lock:
+                known = job_id in self._archive
+            if not known:
+                raise JobNotFoundError(f"Job {job_id} not found")
+            future: "concurrent.futures.Future[str]" = concurrent.futures.Future()
+            future.set_exception(RuntimeError(f"Job {job_id} has ended: no savepoint can be taken"))
+        elif drain is None:
+            future = jm.trigger_savepoint(target_directory)
+        else:
+            future = jm.stop_with_savepoint(target_directory, drain)
+        return self._savepoints.register(future)
+
+    def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
+        return self._savepoints.status(trigger_id)
+
+    def checkpoint_stats(self, job_id: str):
+        jm = self._live().get(job_id)
+        if jm is not None:
+            return jm.get_checkpoint_stats()
+        with self._lock:
+            if job_id not in self._archive:
+                raise JobNotFoundError(f"Job {job_id} not found")
+            return self._archived_stats.get(job_id)
 
     def list_taskmanagers(self) -> List[Dict]:
         # the embedded mode sizes one TaskExecutor to each running job: all its slots are used

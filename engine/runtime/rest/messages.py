@@ -9,13 +9,14 @@ from __future__ import annotations
 import time
 from typing import Dict, Iterable, List
 
+from rill.runtime.checkpoint.checkpoint_stats import StatsSummary
 from rill.runtime.rest.backpressure import find_root_cause, subtask_level, subtask_ratios, vertex_level
 from rill.runtime.rest.snapshot import JobSnapshot, SubtaskSnapshot, VertexSnapshot
 
 __all__ = [
     "RILL_VERSION", "cluster_overview", "dashboard_config", "job_ids_with_status", "multiple_job_details",
     "job_details", "job_plan", "vertex_details", "vertex_backpressure", "vertex_watermarks",
-    "job_exceptions", "taskmanagers_info",
+    "job_exceptions", "taskmanagers_info", "savepoint_info", "checkpointing_statistics",
 ]
 
 RILL_VERSION = "rill-0.1.0"
@@ -188,3 +189,70 @@ def taskmanagers_info(taskmanagers: List[Dict]) -> Dict:
             "hardware": {"cpuCores": tm.get("cpuCores", 0), "physicalMemory": 0, "freeMemory": 0, "managedMemory": 0},
         })
     return {"taskmanagers": out}
+
+
+def savepoint_info(status) -> Dict:
+    """``GET /jobs/:jobid/savepoints/:triggerid`` (Flink's ``SavepointStatusHandler``,
+    ``AsynchronousOperationResult<SavepointInfo>``): ``{"status": {"id": "IN_PROGRESS" |
+    "COMPLETED"}, "operation": {"location": ...} | {"failure-cause": {"class", "stack-trace"}}}``;
+    no ``operation`` while in progress.
+
+    :param status: a :class:`~rill.runtime.jobmaster.savepoints.SavepointStatus`.
+    """
+    body: Dict = {"status": {"id": status.status}}
+    if status.status == "COMPLETED":
+        if status.failure_cause is not None:
+            cls, _, message = status.failure_cause.partition(": ")
+            body["operation"] = {"failure-cause": {"class": cls, "stack-trace": status.failure_cause,
+                                                   "serialized-throwable": None}}
+        else:
+            body["operation"] = {"location": status.location}
+    return body
+
+
+def _summary(stats) -> Dict:
+    """Flink's ``StatsSummaryDto``: ``min``, ``max``, ``avg`` and the quantiles (ints, as Flink's)."""
+    q = dict(stats.quantiles)
+    return {"min": int(stats.minimum), "max": int(stats.maximum), "avg": int(stats.average),
+            "p50": q[0.5], "p90": q[0.9], "p95": q[0.95], "p99": q[0.99], "p999": q[0.999]}
+
+
+def _checkpoint_statistics(c) -> Dict:
+    """One entry of ``history`` / ``latest`` (Flink's ``CheckpointStatistics``; Rill does not
+    tell savepoints apart in its statistics: ``is_savepoint`` is false)."""
+    return {"className": {"COMPLETED": ".CompletedCheckpointStatistics", "FAILED": ".FailedCheckpointStatistics"}
+            .get(c.status.name, ".PendingCheckpointStatistics"),
+            "id": c.checkpoint_id, "status": c.status.name, "is_savepoint": False,
+            "trigger_timestamp": c.trigger_timestamp, "latest_ack_timestamp": c.latest_ack_timestamp,
+            "checkpointed_size": c.state_size_bytes, "state_size": c.state_size_bytes,
+            "end_to_end_duration": c.end_to_end_duration_ms, "alignment_buffered": 0, "processed_data": 0,
+            "persisted_data": 0, "num_subtasks": c.number_of_subtasks,
+            "num_acknowledged_subtasks": c.number_of_acknowledged_subtasks, "checkpoint_type": "CHECKPOINT",
+            "tasks": {}, "external_path": c.external_path, "discarded": False,
+            "failure_message": c.failure_message}
+
+
+def checkpointing_statistics(snapshot) -> Dict:
+    """``GET /jobs/:jobid/checkpoints`` (Flink's ``CheckpointingStatisticsHandler``,
+    ``CheckpointingStatistics``): ``counts``, ``summary`` over completed checkpoints, ``latest``
+    and ``history`` (newest first), from a ``CheckpointStatsSnapshot``."""
+    counts = snapshot.counts
+    summary = snapshot.summary
+    return {
+        "counts": {"restored": counts.number_of_restored_checkpoints, "total": counts.number_of_total_checkpoints,
+                   "in_progress": counts.number_of_in_progress_checkpoints,
+                   "completed": counts.number_of_completed_checkpoints, "failed": counts.number_of_failed_checkpoints},
+        "summary": {"checkpointed_size": _summary(summary.state_size_bytes),
+                    "state_size": _summary(summary.state_size_bytes),
+                    "end_to_end_duration": _summary(summary.end_to_end_duration_ms),
+                    # bytes Rill does not measure (no unaligned checkpoints): all zero
+                    "alignment_buffered": _summary(StatsSummary()),
+                    "processed_data": _summary(StatsSummary()),
+                    "persisted_data": _summary(StatsSummary())},
+        "latest": {"completed": (None if snapshot.latest_completed is None
+                                 else _checkpoint_statistics(snapshot.latest_completed)),
+                   "savepoint": None,
+                   "failed": None if snapshot.latest_failed is None else _checkpoint_statistics(snapshot.latest_failed),
+                   "restored": None},
+        "history": [_checkpoint_statistics(c) for c in snapshot.history],
+    }

@@ -13,6 +13,10 @@ Routes (``:jobid`` and ``:vertexid`` are 32-hex ids):
 ``GET .../vertices/:vertexid/backpressure``, ``/watermarks``  ratios and levels; watermarks
 ``GET /taskmanagers``                                       TaskExecutors
 ``PATCH /jobs/:jobid[?mode=cancel]``                        cancel (bearer token, see ``auth``)
+``POST /jobs/:jobid/savepoints``                            trigger a savepoint (bearer token)
+``POST /jobs/:jobid/stop``                                  stop with a savepoint (bearer token)
+``GET /jobs/:jobid/savepoints/:triggerid``                  a savepoint operation's status
+``GET /jobs/:jobid/checkpoints``                            checkpoint statistics (404 without checkpointing)
 ``GET /metrics``                                            Prometheus text format (see ``prometheus``)
 ``GET /openapi.json``, ``GET /`` (``/index.html``)          OpenAPI description; the dashboard
 ==========================================================  ===================================
@@ -135,6 +139,18 @@ class RestServerEndpoint:
             return 200, messages.multiple_job_details(g.list_jobs())
         if path == "/taskmanagers":
             return 200, messages.taskmanagers_info(g.list_taskmanagers())
+        m = re.fullmatch(r"/jobs/" + _ID + r"/savepoints/" + _ID, path)
+        if m:
+            return self._savepoint_status(m.group(1), m.group(2))
+        m = re.fullmatch(r"/jobs/" + _ID + r"/checkpoints", path)
+        if m:
+            try:
+                stats = g.checkpoint_stats(m.group(1).lower())
+            except JobNotFoundError as e:
+                raise RestError(404, str(e)) from None
+            if stats is None:
+                raise RestError(404, f"Checkpointing is not enabled for job {m.group(1).lower()}")
+            return 200, messages.checkpointing_statistics(stats)
         for pattern, handler in _JOB_ROUTES:
             m = re.fullmatch(pattern, path)
             if m:
@@ -164,6 +180,52 @@ class RestServerEndpoint:
         except JobNotFoundError as e:
             raise RestError(404, str(e)) from None
         return 202, {}
+
+    def handle_post(self, path: str, body: bytes, authorization: Optional[str]) -> Tuple[int, object]:
+        """Savepoints (Flink's ``SavepointTriggerHeaders`` / ``StopWithSavepointTriggerHeaders``):
+        ``POST /jobs/:jobid/savepoints`` with ``{"target-directory": ..., "cancel-job": false}``
+        and ``POST /jobs/:jobid/stop`` with ``{"targetDirectory": ..., "drain": false}``; 202
+        and ``{"request-id": <trigger id>}``, whose status ``GET
+        /jobs/:jobid/savepoints/:triggerid`` gives.
+
+        :raises RestError: 405 for another path, 401 without the bearer token, 400 for a body
+            that is not a JSON object, a field of the wrong type or ``"cancel-job": true``
+            (cancel-with-savepoint, deprecated in Flink, is not built: use ``/stop``), 404 for
+            an unknown job.
+        """
+        m = re.fullmatch(r"/jobs/" + _ID + r"/(savepoints|stop)", path)
+        if not m:
+            raise RestError(405, f"Method POST is not allowed on {path}")
+        if not check_authorization(authorization, self.bearer_token):
+            raise RestError(401, "Savepoints need 'Authorization: Bearer <token>', the token derived from the "
+                                 "cluster's secret (see rill.runtime.rest.auth)")
+        try:
+            request = json.loads(body or b"{}")
+        except ValueError as e:
+            raise RestError(400, f"Request body is not JSON: {e}") from None
+        if not isinstance(request, dict):
+            raise RestError(400, f"Request body must be a JSON object, got {type(request).__name__}")
+        stop = m.group(2) == "stop"
+        target = request.get("targetDirectory" if stop else "target-directory")
+        if target is not None and not isinstance(target, str):
+            raise RestError(400, f"{'targetDirectory' if stop else 'target-directory'} must be a string, got {target!r}")
+        flag = request.get("drain" if stop else "cancel-job", False)
+        if not isinstance(flag, bool):
+            raise RestError(400, f"{'drain' if stop else 'cancel-job'} must be a boolean, got {flag!r}")
+        if not stop and flag:
+            raise RestError(400, "cancel-job=true (cancel with savepoint) is not built: stop the job with a "
+                                 "savepoint with POST /jobs/:jobid/stop")
+        try:
+            trigger_id = self.gateway.trigger_savepoint(m.group(1).lower(), target, flag if stop else None)
+        except JobNotFoundError as e:
+            raise RestError(404, str(e)) from None
+        return 202, {"request-id": trigger_id}
+
+    def _savepoint_status(self, job_id: str, trigger_id: str) -> Tuple[int, object]:
+        status = self.gateway.savepoint_status(job_id.lower(), trigger_id.lower())
+        if status is None:
+            raise RestError(404, f"No savepoint operation {trigger_id} of job {job_id}")
+        return 200, messages.savepoint_info(status)
 
     def _job(self, job_id: str):
         try:
@@ -242,7 +304,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch(lambda: self.endpoint.handle_patch(parts.path.rstrip("/"), parse_qs(parts.query),
                                                           self.headers.get("Authorization")))
 
+    def do_POST(self) -> None:  # noqa: N802
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length) if length else b""
+        self._dispatch(lambda: self.endpoint.handle_post(parts.path.rstrip("/"), body,
+                                                         self.headers.get("Authorization")))
+
     def _not_allowed(self) -> None:
         self._json(405, {"errors": [f"Method {self.command} is not allowed on {urlsplit(self.path).path}"]})
 
-    do_POST = do_PUT = do_DELETE = _not_allowed  # noqa: N815
+    do_PUT = do_DELETE = _not_allowed  # noqa: N815

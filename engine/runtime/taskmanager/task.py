@@ -149,9 +149,15 @@ class Task:
 
     def _transition(self, expected, new) -> bool:
         with self._lock:
-            if self.execution_state not in expected:
+            old = self.execution_state
+            if old not in expected:
                 return False
             self.execution_state = new
+        # Flink's line ("Map (1/2)#0 (<attempt id>) switched from RUNNING to FINISHED."), with
+        # the job: the cluster log holds every job's tasks. The logger is looked up now, not at
+        # import: in a task process Thespian replaced the logging tree after this module loaded
+        logging.getLogger(__name__).info("%s#%d (%s) switched from %s to %s. [job %s]", self.tdd.task_name_with_subtasks,
+                  self.tdd.attempt_number, self.tdd.attempt_id, old.name, new.name, self.tdd.job_id)
         self.listener(self, new, self.failure if new is ExecutionState.FAILED else None)
         return True
 

@@ -8,6 +8,13 @@ available the default action suspends and the thread sleeps in the mailbox; an i
 gets data resumes it. A writer that finds no free output buffer blocks in the buffer pool (that
 time is the task's back-pressured time) and wakes when the consumer recycles a buffer or the
 task is cancelled.
+
+Stop-with-savepoint (FLIP-34): a task that takes a synchronous savepoint (its trigger, or its
+barrier once aligned) stops there: a source reads no more; no task ends before the
+savepoint's ``notify_checkpoint_complete`` reached it (so two-phase-commit sinks commit it);
+with ``StopMode.NO_DRAIN`` the end of the inputs that follows is not an end of input for the
+operators (no ``MAX_WATERMARK`` from finished channels, no ``end_input``/``finish``). If the
+savepoint is aborted the task runs on.
 """
 
 from __future__ import annotations
@@ -23,12 +30,13 @@ from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermar
 from rill.runtime.checkpoint.barrier_handler import CheckpointBarrierHandler, create_barrier_handler
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetaData, CheckpointOptions
+from rill.runtime.checkpoint.stop_mode import StopMode
 from rill.runtime.checkpoint.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
-from rill.common.streamrecord import Watermark, WatermarkStatus
+from rill.common.streamrecord import MAX_WATERMARK, Watermark, WatermarkStatus
 from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.operators.base import attribute_error
 from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
@@ -66,6 +74,11 @@ class StreamTask:
         self._cleaned_up = False
         #: this task's part of checkpoints (set once the operators are open)
         self.subtask_checkpoint_coordinator: Optional[SubtaskCheckpointCoordinator] = None
+        # stop-with-savepoint: the synchronous savepoint taken, how to stop, whether it completed
+        self._stop_savepoint_id: Optional[int] = None
+        self._stop_mode: Optional[StopMode] = None
+        self._stop_confirmed = False
+        self._stop_suspension = None
 
     # -- context for operators (called by OperatorChain) -----------------------------------
     def _operator_context(self, cfg) -> StreamOperatorContext:
@@ -122,7 +135,8 @@ class StreamTask:
         self.mailbox_processor.run_mailbox_loop()
         if self.canceled:
             raise CancelTaskException()
-        self.operator_chain.end_input_and_finish()
+        if self._stop_mode is not StopMode.NO_DRAIN:  # stopped without drain: the input did not end
+            self.operator_chain.end_input_and_finish()
         if self._flusher is not None:
             self._flusher.cancel()
         for w in env.record_writers:
@@ -183,6 +197,8 @@ class StreamTask:
     def _trigger_checkpoint(self, metadata: CheckpointMetaData, options: CheckpointOptions) -> None:
         coordinator = self.subtask_checkpoint_coordinator
         if coordinator is not None:
+            if options.stop_mode is not None:
+                self._begin_stop(metadata.checkpoint_id, options.stop_mode)
             coordinator.checkpoint_state(metadata, options)
 
     def trigger_checkpoint_on_barrier(self, metadata: CheckpointMetaData, options: CheckpointOptions,
@@ -190,6 +206,8 @@ class StreamTask:
         """Every input delivered the barrier (task thread; called by the barrier handler)."""
         coordinator = self.subtask_checkpoint_coordinator
         if coordinator is not None:
+            if options.stop_mode is not None:
+                self._begin_stop(metadata.checkpoint_id, options.stop_mode)
             coordinator.checkpoint_state(metadata, options, alignment_duration_ms)
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, cause: CheckpointException) -> None:
@@ -223,6 +241,27 @@ class StreamTask:
         else:
             self._checkpoint_aborted(checkpoint_id)
             coordinator.notify_checkpoint_aborted(checkpoint_id)
+        if checkpoint_id == self._stop_savepoint_id:
+            if complete:
+                self._stop_confirmed = True
+            else:  # the stop failed: the job runs on
+                self._stop_savepoint_id = self._stop_mode = None
+            suspension, self._stop_suspension = self._stop_suspension, None
+            if suspension is not None:
+                suspension.resume()
+
+    # -- stop-with-savepoint (task thread) ----------------------------------------------------
+    def _begin_stop(self, checkpoint_id: int, stop_mode: StopMode) -> None:
+        """This task takes synchronous savepoint ``checkpoint_id`` now (before its snapshot)."""
+        self._stop_savepoint_id, self._stop_mode, self._stop_confirmed = checkpoint_id, stop_mode, False
+
+    def _waits_for_stop(self, controller) -> bool:
+        """Whether the task must not end yet: it took a synchronous savepoint that has not
+        completed (the default action is suspended until its notification)."""
+        if self._stop_savepoint_id is None or self._stop_confirmed:
+            return False
+        self._stop_suspension = controller.suspend_default_action()
+        return True
 
     def _checkpoint_aborted(self, checkpoint_id: int) -> None:
         """Input side of an aborted checkpoint (a network task stops aligning on it)."""
@@ -311,7 +350,8 @@ class _NetworkInputStreamTask(StreamTask):
         polled = self._poll()
         if polled is None:
             if all(self._finished):
-                controller.all_actions_completed()
+                if not self._waits_for_stop(controller):
+                    controller.all_actions_completed()
                 return
             self._suspension = controller.suspend_default_action()
             polled = self._poll()  # data that arrived before the listener could see the suspension
@@ -339,13 +379,15 @@ class _NetworkInputStreamTask(StreamTask):
             elif isinstance(event, WatermarkStatus):
                 self._emit(inp, *inp.valve.input_watermark_status(event, channel))
             elif isinstance(event, EndOfPartitionEvent):
-                self._emit(inp, *inp.valve.channel_finished(channel))
+                drained = self._stop_mode is not StopMode.NO_DRAIN
+                if drained:  # a channel that finished after a stop without drain holds its watermark
+                    self._emit(inp, *inp.valve.channel_finished(channel))
                 if gate.is_finished():
                     self._finished[gate_idx] = True
                     inp.finished_gates += 1
-                    if inp.finished_gates == len(inp.gates):
+                    if inp.finished_gates == len(inp.gates) and drained:
                         self._end_input(inp)
-                    if all(self._finished):
+                    if all(self._finished) and not self._waits_for_stop(controller):
                         controller.all_actions_completed()
                 if self._barrier_handler is not None:
                     self._barrier_handler.process_end_of_partition(gate, boe.channel_index)
@@ -438,6 +480,10 @@ class SourceOperatorStreamTask(StreamTask):
         self._aligned_suspension = None
 
     def _process_input(self, controller) -> None:
+        if self._stop_savepoint_id is not None:  # took a synchronous savepoint: reads no more
+            if not self._waits_for_stop(controller):
+                controller.all_actions_completed()
+            return
         if not self._alignment_checked:  # the operators are open from the first action on
             self._setup_alignment()
         alignment = self._alignment
@@ -469,6 +515,14 @@ class SourceOperatorStreamTask(StreamTask):
         suspension = controller.suspend_default_action()
         now = self.processing_time_service.get_current_processing_time()
         self.processing_time_service.register_timer(now + 1, lambda _ts: suspension.resume())
+
+    def _begin_stop(self, checkpoint_id: int, stop_mode: StopMode) -> None:
+        """A source stopping with drain emits ``MAX_WATERMARK`` ahead of the savepoint's barrier,
+        so that every event-time window and timer fires before the snapshot (``flink stop
+        --drain``)."""
+        super()._begin_stop(checkpoint_id, stop_mode)
+        if stop_mode is StopMode.DRAIN:
+            self._source.output.emit_watermark(MAX_WATERMARK)
 
     # -- watermark alignment (task thread) ---------------------------------------------------
     def _setup_alignment(self) -> None:

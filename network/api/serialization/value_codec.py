@@ -273,6 +273,10 @@ def pack_records(values: list, timestamps: Optional[list]) -> bytes:
     :raises ValueSerializationError: if a value is neither a msgpack type, nor one of the
         types the codec knows, nor picklable.
     """
+    if values.__class__ is not list:
+        # a KeyedBatch (or another list subclass): its keys stay in the producer's process
+        # (network/partitioner/keyed_batch.py), and strict_types would pickle the subclass whole
+        values = list(values)
     try:
         if values and type(values[0]) is tuple and set(map(type, values)) == {tuple} and len(
             set(map(len, values))

@@ -20,6 +20,10 @@ Differences from Flink, and why:
 * A channel's buffer carries timestamps for all of its records or for none: when a batch with
   timestamps follows pending records without (or the reverse), the pending records are sent
   first, as a smaller buffer.
+* Behind a HASH exchange whose partitioner has a ``key_token`` (``key_by``), each buffer's
+  values are a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` carrying the keys the
+  partitioner computed, so the keyed operator does not compute them again (Flink computes the
+  key twice).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from typing import Any, Optional
 
 from ...buffer.buffer import Buffer
 from ...partition.result_partition import ResultPartition
+from ...partitioner.keyed_batch import KeyedBatch
 from ...partitioner.stream_partitioner import StreamPartitioner
 
 __all__ = ["RecordWriter", "DEFAULT_RECORDS_PER_BUFFER"]
@@ -71,7 +76,9 @@ class RecordWriter:
         self.records_per_buffer = records_per_buffer
         self.flush_always = flush_always
         self._n = n
-        self._pending_values: list[list] = [[] for _ in range(n)]
+        #: the key_by token when keys travel with the records (a partitioner with split_keyed)
+        self._key_token = getattr(partitioner, "key_token", None) if hasattr(partitioner, "split_keyed") else None
+        self._pending_values: list[list] = [self._new_pending() for _ in range(n)]
         # Per channel: None while the pending records carry no timestamps, else their list.
         self._pending_timestamps: list[Optional[list]] = [None] * n
         self._closed = False
@@ -104,17 +111,24 @@ class RecordWriter:
             )
         if not values:
             return
-        parts = self.partitioner.split(values, timestamps)
+        keyed = self._key_token is not None
+        if keyed:
+            parts = self.partitioner.split_keyed(values, timestamps)
+        else:
+            parts = self.partitioner.split(values, timestamps)
         self.num_records_out += len(values)
         limit = self.records_per_buffer
         pending_values = self._pending_values
         pending_timestamps = self._pending_timestamps
-        for channel, part_values, part_timestamps in parts:
+        for part in parts:
+            channel, part_values, part_timestamps = part[0], part[1], part[2]
             pending = pending_values[channel]
             if pending and (pending_timestamps[channel] is None) != (part_timestamps is None):
                 self._send_pending(channel)
                 pending = pending_values[channel]
             pending.extend(part_values)
+            if keyed:
+                pending.keys.extend(part[3])
             if part_timestamps is not None:
                 pending_ts = pending_timestamps[channel]
                 if pending_ts is None:
@@ -187,10 +201,18 @@ class RecordWriter:
         call :meth:`flush_all` first at the end of input; after a failure the records are not
         wanted). Idempotent. Does not finish the partition."""
         self._closed = True
-        self._pending_values = [[] for _ in range(self._n)]
+        self._pending_values = [self._new_pending() for _ in range(self._n)]
         self._pending_timestamps = [None] * self._n
 
     # ------------------------------------------------------------------ sending
+
+    def _new_pending(self) -> list:
+        token = self._key_token
+        return [] if token is None else KeyedBatch(key_token=token)
+
+    @staticmethod
+    def _slice(values: list, start: int, stop: int) -> list:
+        return values.slice(start, stop) if values.__class__ is KeyedBatch else values[start:stop]
 
     def _send(self, channel: int, values: list, timestamps: Optional[list]) -> None:
         buffer: Buffer = self.partition.request_buffer_blocking()
@@ -202,7 +224,7 @@ class RecordWriter:
     def _send_pending(self, channel: int) -> None:
         values = self._pending_values[channel]
         timestamps = self._pending_timestamps[channel]
-        self._pending_values[channel] = []
+        self._pending_values[channel] = self._new_pending()
         self._pending_timestamps[channel] = None
         limit = self.records_per_buffer
         if len(values) <= limit:
@@ -211,7 +233,7 @@ class RecordWriter:
             for start in range(0, len(values), limit):
                 self._send(
                     channel,
-                    values[start:start + limit],
+                    self._slice(values, start, start + limit),
                     None if timestamps is None else timestamps[start:start + limit],
                 )
 
@@ -223,18 +245,18 @@ class RecordWriter:
         limit = self.records_per_buffer
         full = len(values) - len(values) % limit
         if full == len(values):
-            self._pending_values[channel] = []
+            self._pending_values[channel] = self._new_pending()
             self._pending_timestamps[channel] = None
             if full == limit:
                 self._send(channel, values, timestamps)
                 return
         else:
-            self._pending_values[channel] = values[full:]
+            self._pending_values[channel] = self._slice(values, full, len(values))
             self._pending_timestamps[channel] = None if timestamps is None else timestamps[full:]
         for start in range(0, full, limit):
             self._send(
                 channel,
-                values[start:start + limit],
+                self._slice(values, start, start + limit),
                 None if timestamps is None else timestamps[start:start + limit],
             )
 

@@ -333,3 +333,18 @@ def test_an_async_sink_awaits_every_record_with_bounded_concurrency(env):
     assert STATS["sink"]["peak"] == 25
     with pytest.raises(TypeError, match=r"AsyncDataStream.add_sink: method 'invoke' of Sleep10ms must be declared"):
         AsyncDataStream.add_sink(env.from_collection([1]), Sleep10ms("x"))
+
+
+def test_an_async_function_descriptor_builds_the_async_wait_operator_of_a_job(env):
+    from rill.datastream.functions import AsyncFunctionDescriptor
+    from rill.datastream.async_retry_strategies import NO_RETRY_STRATEGY
+
+    d = AsyncFunctionDescriptor(VariableDelay(), Time.seconds(30), 7, NO_RETRY_STRATEGY,
+                                AsyncFunctionDescriptor.OutputMode.ORDERED)
+    assert (d.capacity, d.output_mode.value) == (7, 0)
+    ds = env.from_collection(list(range(100)))
+    result = list(ds._one_input("async wait operator", d.create_operator()).execute_and_collect())
+    assert result == [v for i in range(100) for v in ([i, -i] if i % 5 == 0 else [i])]
+    d.output_mode = "ORDERED"
+    with pytest.raises(TypeError, match=r"output_mode must be an AsyncFunctionDescriptor.OutputMode, got 'ORDERED'"):
+        d.create_operator()

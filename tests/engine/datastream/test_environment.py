@@ -275,8 +275,6 @@ def test_no_operators_error(env):
 
 
 @pytest.mark.parametrize("call", [
-    lambda env: env.set_state_backend(object()),
-    lambda env: env.set_restart_strategy(object()),
     lambda env: env.add_jars("x.jar"),
     lambda env: env.add_python_file("x.py"),
 ])

@@ -3,9 +3,9 @@ both execution modes: keyed counts continue from the checkpoint exactly.
 
 The source emits N records and then waits; once every record is counted and a checkpoint
 taken after that has completed, the test makes the source fail. The restarted attempt resumes
-the split at its checkpointed position (N) and reads the N records that follow it onto the
-restored counts, so each key ends at exactly twice its count, and the restarted attempt's
-first count of a key is one more than the checkpoint's."""
+the split after its N restored records (the reader's position and the enumerator are restored)
+and reads N more onto the restored counts, so each key ends at exactly twice its count, and the
+restarted attempt's first count of a key is one more than the checkpoint's."""
 
 from __future__ import annotations
 
@@ -43,13 +43,13 @@ class _Reader(SourceReader):
                 raise RuntimeError("injected source failure after the checkpoint")
             time.sleep(0.005)
             yield []
-        for i in range(N, 2 * N, 50):  # what only a restarted attempt reaches
+        for i in range(N, 2 * N, 50):  # a restarted attempt, past its restored position
             yield list(range(i, i + 50))
 
 
 class FailOnSignal(Source):
-    """One split of 0..2N-1; the first attempt waits after N records and fails when
-    ``<markers>/fail`` appears; a later attempt reads on to 2N and ends."""
+    """One split of 0..N-1; the first attempt then waits and fails when ``<markers>/fail``
+    appears; a later attempt, restored past those N records, reads N..2N-1 and ends."""
 
     def __init__(self, markers: str):
         self.markers = markers

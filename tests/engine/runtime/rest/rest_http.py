@@ -14,9 +14,11 @@ class Http:
     def __init__(self, base: str):
         self.base = base
 
-    def request(self, method: str, path: str, headers=None):
-        """(status, parsed JSON body or raw text)."""
-        req = urllib.request.Request(self.base + path, method=method, headers=headers or {})
+    def request(self, method: str, path: str, headers=None, body=None):
+        """(status, parsed JSON body or raw text); ``body`` is sent as JSON when given."""
+        data = None if body is None else json.dumps(body).encode()
+        headers = dict(headers or {}, **({} if data is None else {"Content-Type": "application/json"}))
+        req = urllib.request.Request(self.base + path, data=data, method=method, headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=30) as r:
                 status, body, ctype = r.status, r.read(), r.headers.get("Content-Type", "")

@@ -226,7 +226,8 @@ def test_openapi_describes_every_route(embedded_rest):
         "/overview", "/config", "/jobs", "/jobs/overview", "/jobs/{jobid}", "/jobs/{jobid}/plan",
         "/jobs/{jobid}/exceptions", "/jobs/{jobid}/vertices/{vertexid}",
         "/jobs/{jobid}/vertices/{vertexid}/backpressure", "/jobs/{jobid}/vertices/{vertexid}/watermarks",
-        "/taskmanagers", "/metrics",
+        "/taskmanagers", "/metrics", "/jobs/{jobid}/savepoints", "/jobs/{jobid}/stop",
+        "/jobs/{jobid}/savepoints/{triggerid}", "/jobs/{jobid}/checkpoints",
     }
     assert "patch" in spec["paths"]["/jobs/{jobid}"] and "bearerAuth" in spec["components"]["securitySchemes"]
 

@@ -307,3 +307,15 @@ def test_threads_pack_concurrently_with_their_own_packers():
     for thread in threads:
         thread.join()
     assert errors == []
+
+
+def test_a_keyed_batch_crosses_the_wire_as_its_values_without_keys():
+    from rill.network.api.serialization.value_codec import pack_records, unpack_records
+    from rill.network.partitioner.keyed_batch import KeyedBatch
+
+    for values in ([("a", 1), ("b", 2)], ["a", 1, None]):
+        batch = KeyedBatch(values, keys=["k"] * len(values), key_token=1)
+        payload = pack_records(batch, [5] * len(values))
+        assert payload == pack_records(list(values), [5] * len(values))
+        back, timestamps = unpack_records(payload)
+        assert (type(back), back, timestamps) == (list, list(values), [5] * len(values))

@@ -195,3 +195,39 @@ def test_writer_reports_pool_availability_and_backpressure(make_partition):
     assert writer.is_available() and writer.back_pressured_time_ns == 0
     writer.emit_batch([1])
     assert not writer.is_available()
+
+
+def test_a_hash_exchange_with_a_key_token_hands_over_its_keys(manager, make_partition):
+    """Every buffer of a keyed exchange is a KeyedBatch whose keys are the partitioner's, also
+    across buffer boundaries and flushes; without a token buffers are plain lists."""
+    from rill.network.partitioner.keyed_batch import KeyedBatch
+
+    selected = []
+
+    def key_of(v):
+        selected.append(v)
+        return v // 10
+
+    partition = make_partition(2, num_buffers=32)
+    writer = RecordWriter(partition, KeyGroupStreamPartitioner(key_of, 128, key_token="kb"), records_per_buffer=3)
+    reader = Reader(manager, partition)
+    values = list(range(0, 200, 7))
+    writer.emit_batch(values[:5], list(range(5)))
+    writer.emit_batch(values[5:], list(range(5, len(values))))
+    writer.flush_all()
+    assert selected == values  # one key selector call per record
+    got = []
+    for channel in (0, 1):
+        for kind, batch, timestamps in reader.drain(channel):
+            assert kind == "buffer" and type(batch) is KeyedBatch and batch.key_token == "kb"
+            assert batch.keys == [v // 10 for v in batch] and len(batch) <= 3
+            assert timestamps == [values.index(v) for v in batch]
+            got.extend(batch)
+    assert sorted(got) == values
+
+    plain = make_partition(2, num_buffers=32)
+    writer = RecordWriter(plain, KeyGroupStreamPartitioner(key_of, 128), records_per_buffer=3)
+    reader = Reader(manager, plain)
+    writer.emit_batch(values)
+    writer.flush_all()
+    assert {type(batch) for channel in (0, 1) for _, batch, _ in reader.drain(channel)} == {list}

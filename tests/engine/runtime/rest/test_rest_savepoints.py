@@ -1,0 +1,128 @@
+"""Savepoints through the REST API, with Flink's shapes: ``POST /jobs/:jobid/savepoints``
+(``target-directory``, ``cancel-job``) and ``POST /jobs/:jobid/stop`` (``targetDirectory``,
+``drain``) answer 202 ``{"request-id"}`` and need the bearer token; ``GET
+/jobs/:jobid/savepoints/:triggerid`` gives ``{"status": {"id"}, "operation": {"location"} |
+{"failure-cause"}}``. Embedded (the MiniCluster's endpoint) and cluster (the endpoint process
+against the session's cluster)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rill.common import Configuration
+from rill.common.configuration import ConfigOptions
+from rill.common.functions import MapFunction
+from rill.datastream import StreamExecutionEnvironment
+from rill.graph.states import JobStatus
+from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
+from rill.runtime.rest.auth import derive_bearer_token
+from rill.state.checkpoint.filesystem import resolve_checkpoint_pointer
+from rest_http import Http
+
+N = 3000
+TIMEOUT_S = 120
+
+
+class Slow(MapFunction):
+    def map(self, value):
+        time.sleep(0.003)
+        return value
+
+
+def _slow_job(env) -> None:
+    env.enable_checkpointing(100)
+    env.get_configuration().set_string("rill.source.batch-size", "10")
+    # one source subtask: a subtask without a split would finish at once, and no checkpoint is
+    # triggered once a task finished (FLIP-147 is not built)
+    env.set_parallelism(1)
+    env.from_collection(list(range(N))).map(Slow()).key_by(lambda i: i % 3).reduce(lambda a, b: a + b) \
+        .set_parallelism(2).add_sink(lambda v: None).set_parallelism(2)
+
+
+def _wait_running(client) -> None:
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        stats = client.get_checkpoint_stats()
+        if stats is not None and any(c.status is CheckpointStatsStatus.COMPLETED for c in stats.history):
+            return
+        assert not client.is_done(), "the job ended before its first checkpoint"
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint completed")
+
+
+def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
+    job = client.get_job_id()
+    auth = {"Authorization": f"Bearer {token}"}
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", body={"target-directory": str(tmp_path / "sp")})
+    assert status == 401 and body["errors"][0].startswith("Savepoints need 'Authorization: Bearer <token>'")
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"target-directory": 7})
+    assert (status, body) == (400, {"errors": ["target-directory must be a string, got 7"]})
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"cancel-job": True})
+    assert status == 400 and "cancel-job=true (cancel with savepoint) is not built" in body["errors"][0]
+    status, body = http.request("POST", f"/jobs/{'0' * 32}/savepoints", auth, {})
+    assert status == 404
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", auth,
+                                {"target-directory": str(tmp_path / "sp"), "cancel-job": False})
+    assert status == 202 and list(body) == ["request-id"]
+    done = http.poll(f"/jobs/{job}/savepoints/{body['request-id']}", lambda b: b["status"]["id"] == "COMPLETED",
+                     deadline_s=TIMEOUT_S)
+    location = done["operation"]["location"]
+    assert Path(location).parent == tmp_path / "sp" and resolve_checkpoint_pointer(location).checkpoint_id > 0
+    status, body = http.request("POST", f"/jobs/{job}/stop", auth, {"drain": False})  # no directory anywhere
+    failed = http.poll(f"/jobs/{job}/savepoints/{body['request-id']}", lambda b: b["status"]["id"] == "COMPLETED",
+                       deadline_s=TIMEOUT_S)
+    assert "No savepoint directory" in failed["operation"]["failure-cause"]["stack-trace"]
+    status, body = http.request("POST", f"/jobs/{job}/stop", auth,
+                                {"targetDirectory": str(tmp_path / "stop"), "drain": True})
+    assert status == 202
+    stopped = http.poll(f"/jobs/{job}/savepoints/{body['request-id']}", lambda b: b["status"]["id"] == "COMPLETED",
+                        deadline_s=TIMEOUT_S)
+    assert Path(stopped["operation"]["location"]).parent == tmp_path / "stop"
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+    assert http.request("GET", f"/jobs/{job}/savepoints/{'a' * 32}")[0] == 404
+    # the final checkpoint statistics (Flink's CheckpointingStatistics), as the JobClient gives them
+    stats = client.get_checkpoint_stats()
+    body = http.poll(f"/jobs/{job}/checkpoints", lambda b: b["counts"]["total"] == stats.counts.number_of_total_checkpoints,
+                     deadline_s=TIMEOUT_S)
+    assert body.keys() == {"counts", "summary", "latest", "history"}
+    assert body["counts"] == {"restored": 0, "total": stats.counts.number_of_total_checkpoints,
+                              "in_progress": 0, "completed": stats.counts.number_of_completed_checkpoints,
+                              "failed": stats.counts.number_of_failed_checkpoints}
+    assert [h["id"] for h in body["history"]] == [c.checkpoint_id for c in stats.history]
+    assert body["latest"]["completed"]["external_path"] == stopped["operation"]["location"]
+    assert body["summary"]["end_to_end_duration"].keys() == {"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
+
+
+def test_savepoints_through_the_embedded_endpoint(embedded_rest, tmp_path):
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _slow_job(env)
+    client = env.execute_async("rest savepoints")
+    _wait_running(client)
+    _exercise(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(), client, tmp_path)
+
+
+def test_savepoints_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path):
+    http, _proc = cluster_rest
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _slow_job(env)
+    client = env.execute_async("cluster rest savepoints")
+    _wait_running(client)
+    _exercise(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client, tmp_path)
+
+
+def test_checkpoint_statistics_of_a_job_without_checkpointing_are_404(embedded_rest):
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    env.from_collection([1, 2]).add_sink(lambda v: None)
+    client = env.execute_async("no checkpoints")
+    client.get_job_execution_result().result(TIMEOUT_S)
+    status, body = Http(client.get_web_interface_url()).request("GET", f"/jobs/{client.get_job_id()}/checkpoints")
+    assert (status, body) == (404, {"errors": [f"Checkpointing is not enabled for job {client.get_job_id()}"]})
