@@ -4,12 +4,13 @@
 input), each checked for exact committed output and exact keyed counts, and for a restart that
 began from a completed checkpoint (not from nothing).
 
-The failure comes at the drawn record, or at the first record after it that a subtask sees
-once a checkpoint completed, so that every restart restores one. Sizes: 10^6 records take
-4-9 s embedded and ~10 s on a cluster (2 shared cores), so only part of the runs have them:
-5 embedded with a user exception, and on a cluster 2 with a user exception and 2 with a
-SIGKILLed task process (the shared cluster) and 1 with a SIGKILLed TaskExecutor (a private
-one); the other 10 runs have 500,000 records (embedded, user exception, ~4 s). Every run
+The source reads at most 200,000 records/s, so checkpoints complete before the failure on
+any machine; should none have, the failure waits for one (it comes at the first record after
+the drawn one that a subtask sees once a checkpoint completed), so every restart restores one.
+Sizes: 5 embedded runs of 10^6 records with a user exception, and on a cluster 2 with a user
+exception and 2 with a SIGKILLed task process (the shared cluster) and 1 with a SIGKILLed
+TaskExecutor (a private one); the other 10 runs have 500,000 records (embedded, user
+exception). About 104 s for the file (bench/README.md). Every run
 prints ``seed=<s>``; ``RILL_EXACTLY_ONCE_SEED=<s>`` shifts the seeds (run ``i`` uses
 ``s + i``), and ``python -m bench.exactly_once --seed <s> --runs 1 ...`` reproduces one run
 (see bench/README.md).
