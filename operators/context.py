@@ -44,6 +44,10 @@ class StreamOperatorContext:
     :param checkpointing_enabled: whether the job takes checkpoints (Flink's
         ``StreamingRuntimeContext.isCheckpointingEnabled``); two-phase-commit sinks commit at
         the end of input only without (``FileSinkOperator``). Set by the runtime.
+    :param coordinator_event_executor: submits the operator coordinator's events (a source's
+        split assignments) to the task's mailbox at checkpoint priority, so that a checkpoint
+        trigger that arrives after an event cannot run before it (Flink delivers operator
+        events in order with checkpoint triggers). ``None`` outside a task.
     """
 
     task_name: str
@@ -70,6 +74,7 @@ class StreamOperatorContext:
     restored: bool = False
     restored_checkpoint_id: Optional[int] = None
     checkpointing_enabled: bool = False
+    coordinator_event_executor: Any = None
 
     @property
     def task_name_with_subtasks(self) -> str:

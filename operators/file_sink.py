@@ -20,8 +20,11 @@ skipped), truncates the in-progress files of its state to their recorded length 
 them too, and deletes every other in-progress file the subtasks it takes over left behind (a
 later attempt that restores nothing deletes them too).
 Without checkpointing (``context.checkpointing_enabled`` false) the end of input commits
-everything, as Flink's ``CommitterOperator`` does; with it, the end of input closes the files
-to pending and the final checkpoint commits them (FLIP-147).
+everything, as Flink's ``CommitterOperator`` does. With it, Flink 2 leaves the commit to the
+final checkpoint (FLIP-147), which Rill's runtime does not take yet: until it does, the end of
+input commits everything here too. The gap this leaves: a failure of another task after this
+subtask committed at its end restores from an earlier checkpoint and writes what this subtask
+wrote since then again (a job that fails before any sink subtask ended is exact).
 
 State (operator union list state, so that a restore at another parallelism sees everything and
 new subtask ``i`` takes over the files of old subtasks ``j`` with ``j % parallelism == i``):
@@ -343,13 +346,12 @@ class FileSinkOperator(AbstractStreamOperator):
             self._committer.commit(self._by_checkpoint.pop(cid))
 
     def finish(self) -> None:
-        """The input ended: close every part to pending; without checkpointing commit
-        everything now, with it leave the commit to the final checkpoint (FLIP-147)."""
+        """The input ended: close every part and commit everything now, with or without
+        checkpointing (the runtime takes no final checkpoint yet, FLIP-147: see the module)."""
         self._writer.close_all()
-        if not self.context.checkpointing_enabled:
-            pending = [c for cid in sorted(self._by_checkpoint) for c in self._by_checkpoint[cid]]
-            self._by_checkpoint.clear()
-            self._committer.commit(pending + self._writer.prepare_commit())
+        pending = [c for cid in sorted(self._by_checkpoint) for c in self._by_checkpoint[cid]]
+        self._by_checkpoint.clear()
+        self._committer.commit(pending + self._writer.prepare_commit())
 
     def close(self) -> None:
         if self._writer is not None:

@@ -48,6 +48,11 @@ class StreamingRuntimeContext(RuntimeContext):
         """0 for the first execution attempt."""
         return self._context.attempt_number
 
+    def is_checkpointing_enabled(self) -> bool:
+        """Whether the job takes checkpoints (Flink's
+        ``StreamingRuntimeContext.isCheckpointingEnabled``)."""
+        return self._context.checkpointing_enabled
+
     def get_task_name_with_subtasks(self) -> str:
         """``"<task name> (<index + 1>/<parallelism>)"``, e.g. ``"Map (2/4)"``."""
         return self._context.task_name_with_subtasks

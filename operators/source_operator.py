@@ -24,9 +24,8 @@ cluster mode the ``coordinator_checkpoint_id`` of the ``AddSplitEvent``).
 Cluster mode needs one more thing of the runtime: an ``AddSplitEvent`` the coordinator sent
 before its snapshot of ``n`` must reach the operator before the task's own snapshot ``n``
 (Flink's coordinator gateway guarantees the same); otherwise that split is in neither state.
-The answer arrives as a mail, so the runtime must not let the checkpoint mail overtake it
-(deliver split answers at checkpoint priority, or hold the trigger until outstanding answers
-are delivered). Embedded mode answers synchronously and needs nothing.
+The answer arrives as a mail at checkpoint priority (``context.coordinator_event_executor``),
+so a checkpoint mail queued after it cannot overtake it. Embedded mode answers synchronously.
 """
 
 from __future__ import annotations
@@ -221,7 +220,8 @@ class SourceOperator(AbstractStreamOperator, GeneratesWatermarks):
             self._split_requested = False
             self._held = (split, coordinator_checkpoint_id)
 
-        self.context.mailbox_executor.execute(add_split, "AddSplitEvent")
+        executor = self.context.coordinator_event_executor or self.context.mailbox_executor
+        executor.execute(add_split, "AddSplitEvent")
 
     def close(self) -> None:
         if self._timestamps_and_watermarks is not None:

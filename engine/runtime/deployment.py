@@ -86,6 +86,8 @@ class TaskDeploymentDescriptor:
         (``rill.source.batch-size``).
     :param channel_timeline: record the task's channel timeline (``rill.network.timeline.*``),
         or ``None``.
+    :param checkpointing_enabled: whether the job takes checkpoints (what operators see as
+        ``StreamOperatorContext.checkpointing_enabled``).
     :param task_restore: the state to restore the subtask's operators from (a
         ``rill.runtime.checkpoint.job_manager_task_restore.JobManagerTaskRestore``: the
         checkpoint id and per generated operator id a handle the task reads), or ``None`` to
@@ -113,6 +115,7 @@ class TaskDeploymentDescriptor:
     source_batch_size: int = 1024
     channel_timeline: Optional[ChannelTimelineSettings] = None
     task_restore: Any = None
+    checkpointing_enabled: bool = False
 
     @property
     def task_name_with_subtasks(self) -> str:

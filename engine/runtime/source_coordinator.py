@@ -45,7 +45,8 @@ class SourceCoordinator:
         self._enumerator = source.create_enumerator(parallelism)
         self._lock = threading.Lock()
         self._alignment_groups = alignment_groups
-        self._checkpoint_id = 0
+        self._checkpoint_id = 0  # the latest checkpoint snapshotted or reset to
+        self._stamp = 0  # what assignments are stamped with (see reset_to_checkpoint)
 
     def request_split(self, subtask_index: int) -> Optional[SourceSplit]:
         """The enumerator's next split for ``subtask_index``, or ``None`` when it has no more."""
@@ -54,10 +55,10 @@ class SourceCoordinator:
     def assign_split(self, subtask_index: int) -> Tuple[Optional[SourceSplit], int]:
         """``(split, checkpoint_id)``: the enumerator's next split for ``subtask_index`` (``None``
         when it has no more) and the id of the latest checkpoint this coordinator snapshotted
-        or was reset to when it assigned it (0: none), taken atomically; the
+        when it assigned it (0: none since it was created or reset), taken atomically; the
         ``SourceOperator`` needs both (see the module docstring)."""
         with self._lock:
-            return self._enumerator.handle_split_request(subtask_index), self._checkpoint_id
+            return self._enumerator.handle_split_request(subtask_index), self._stamp
 
     def snapshot_state(self, checkpoint_id: int) -> bytes:
         """The enumerator's state for checkpoint ``checkpoint_id`` (Flink's
@@ -74,14 +75,17 @@ class SourceCoordinator:
                                  f"after checkpoint {self._checkpoint_id}, snapshotted before")
             state = self._enumerator.snapshot_state(checkpoint_id)
             data = write_version_and_serialize(self.source.get_enumerator_checkpoint_serializer(), state)
-            self._checkpoint_id = checkpoint_id
+            self._checkpoint_id = self._stamp = checkpoint_id
             return data
 
     def reset_to_checkpoint(self, checkpoint_id: int, checkpoint_data: Optional[bytes]) -> None:
         """Replace the enumerator by the one restored from ``checkpoint_data`` (what
         :meth:`snapshot_state` returned for ``checkpoint_id``), or by a new one when
         ``checkpoint_data`` is ``None`` (Flink's ``resetToCheckpoint``). Call it before the
-        restored source tasks run.
+        restored source tasks run. Assignments are stamped 0 again until the next snapshot: no
+        reader takes a snapshot ``<= checkpoint_id`` any more (ids go on after it), so no split
+        needs holding, and a reader that restored no state of its own (last checkpoint 0) must
+        not hold one either.
 
         :raises ValueError, TypeError: if the data cannot be read or the source cannot restore
             from it.
@@ -94,6 +98,7 @@ class SourceCoordinator:
                                                      checkpoint_data)
                 self._enumerator = self.source.restore_enumerator(self.parallelism, state)
             self._checkpoint_id = checkpoint_id
+            self._stamp = 0
 
     def report_watermark(self, subtask_index: int, group: str, watermark_ms: int) -> int:
         """A subtask's current watermark for its watermark group (Flink's

@@ -26,7 +26,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
-from typing import Any, List, Optional, Sequence, Set, Tuple
+from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 from rill.network.events import CancelCheckpointMarker, CheckpointBarrier
 from rill.operators.base import attribute_error
@@ -49,16 +49,23 @@ class SubtaskCheckpointCoordinator:
     :param operator_chain: the task's ``OperatorChain`` (``all_operators``: tail first).
     :param record_writers: every output of the task.
     :param responder: a :class:`CheckpointResponder`.
+    :param task_cancelled: ``() -> bool``: whether the task is being cancelled; a synchronous
+        part that fails then (a writer's buffer pool destroyed under it) declines with
+        ``CHECKPOINT_DECLINED_TASK_CLOSING``, which does not count towards the tolerable
+        failures (Flink's task declines as closing when it no longer runs): the cancellation
+        of a failed attempt must not fail the job that is restarting.
     """
 
     def __init__(self, task_name_with_subtasks: str, subtask_index: int, attempt_id: str, operator_chain,
-                 record_writers: Sequence[Any], responder: CheckpointResponder) -> None:
+                 record_writers: Sequence[Any], responder: CheckpointResponder,
+                 task_cancelled: Callable[[], bool] = lambda: False) -> None:
         self._name = task_name_with_subtasks
         self._subtask_index = subtask_index
         self._attempt_id = attempt_id
         self._chain = operator_chain
         self._writers = list(record_writers)
         self._responder = responder
+        self._task_cancelled = task_cancelled
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._running: Set[concurrent.futures.Future] = set()
         self._closed = False
@@ -91,9 +98,12 @@ class SubtaskCheckpointCoordinator:
                     attribute_error(e, cfg.operator_name)
                     raise
         except Exception as e:  # noqa: BLE001 - a failed snapshot declines, the task goes on
-            _LOG.warning("%s: checkpoint %d failed in its synchronous part: %s", self._name, cid, e)
+            closing = self._task_cancelled()
+            if not closing:
+                _LOG.warning("%s: checkpoint %d failed in its synchronous part: %s", self._name, cid, e)
             self._responder.decline_checkpoint(self._attempt_id, cid, CheckpointException(
-                CheckpointFailureReason.CHECKPOINT_DECLINED, f"{self._name}: {type(e).__name__}: {e}"))
+                CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING if closing
+                else CheckpointFailureReason.CHECKPOINT_DECLINED, f"{self._name}: {type(e).__name__}: {e}"))
             return
         sync_ms = (time.monotonic_ns() - start_ns) / 1e6
         if self._executor is None:

@@ -443,8 +443,9 @@ class JobMasterActor(Actor):
     def _serve_split(self, msg: m.RequestSplit, sender) -> None:
         coordinator = self.jm.coordinators.get(msg.node_id)
         try:
-            split = coordinator.request_split(msg.subtask_index)
-            self.send(sender, m.SplitResponse(msg.request_id, None if split is None else cloudpickle.dumps(split)))
+            split, checkpoint_id = coordinator.assign_split(msg.subtask_index)
+            self.send(sender, m.SplitResponse(msg.request_id, None if split is None else cloudpickle.dumps(split),
+                                              coordinator_checkpoint_id=checkpoint_id))
         except Exception as e:  # noqa: BLE001 - the enumerator's failure fails the reader
             self.send(sender, m.SplitResponse(msg.request_id, None, f"the split enumerator failed: "
                                                                    f"{type(e).__name__}: {e}"))

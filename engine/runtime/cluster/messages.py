@@ -505,11 +505,13 @@ class RequestSplit:
 @dataclass(frozen=True, repr=False)
 class SplitResponse:
     """``split`` is a cloudpickled ``SourceSplit`` or ``None`` (no more splits); ``error`` a
-    message when the enumerator failed."""
+    message when the enumerator failed; ``coordinator_checkpoint_id`` the coordinator's latest
+    checkpoint when it assigned the split (``SourceCoordinator.assign_split``)."""
 
     request_id: int
     split: Optional[bytes]
     error: Optional[str] = None
+    coordinator_checkpoint_id: int = 0
 
     __repr__ = _short_repr
 

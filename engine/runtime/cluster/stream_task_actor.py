@@ -109,8 +109,9 @@ class RemoteSourceCoordinator:
         self._lock = threading.Lock()
 
     def request_split_async(self, subtask_index: int, callback) -> None:
-        """Ask for the next split; ``callback(split_or_None)`` runs on the actor's thread, or
-        ``callback(None, error)`` when the split enumerator failed."""
+        """Ask for the next split; ``callback(split_or_None, None, coordinator_checkpoint_id)``
+        runs on the actor's thread, or ``callback(None, error)`` when the split enumerator
+        failed."""
         request_id = next(self._ids)
         with self._lock:
             self._pending[request_id] = callback
@@ -138,7 +139,8 @@ class RemoteSourceCoordinator:
             elif response.error is not None:
                 callback(None, RuntimeError(response.error))
             else:
-                callback(None if response.split is None else cloudpickle.loads(response.split))
+                callback(None if response.split is None else cloudpickle.loads(response.split), None,
+                         response.coordinator_checkpoint_id)
         except Exception:  # noqa: BLE001 - the mailbox is closed: the task is ending anyway
             log.debug("coordinator answer for a task that is ending dropped", exc_info=True)
         return True

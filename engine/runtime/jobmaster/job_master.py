@@ -46,6 +46,7 @@ from rill.runtime.checkpoint.state_assignment import StateAssignment, VertexRest
 from rill.runtime.checkpoint.checkpoint_coordinator import CheckpointCoordinator, operators_of_job_graph
 from rill.runtime.checkpoint.checkpoint_responder import CoordinatorCheckpointResponder
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsSnapshot
+from rill.runtime.checkpoint.source_replay import check_sources_replayable
 from rill.runtime.checkpoint.timer import CheckpointTimer, ThreadTimer
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.executiongraph.failover.restart_backoff_time_strategy import (
@@ -201,6 +202,7 @@ class JobMaster:
                     auto_watermark_interval_ms=conf.get(ConfigOptions.AUTO_WATERMARK_INTERVAL),
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
                     channel_timeline=timeline,
+                    checkpointing_enabled=self.checkpointing_options.enabled,
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))
@@ -257,6 +259,7 @@ class JobMaster:
             self.status = JobStatus.RUNNING
             self._start_ns = time.monotonic_ns()
         try:
+            check_sources_replayable(self.job_graph, self.checkpointing_options)
             self._load_initial_restore()
             self._create_coordinators()
             self._create_checkpoint_coordinator()

@@ -64,6 +64,8 @@ class RuntimeEnvironment:
     checkpoint_responder: Optional[CheckpointResponder] = None
     #: the ``JobManagerTaskRestore`` of the deployment, or ``None``
     task_restore: Any = None
+    #: whether the job takes checkpoints (``StreamOperatorContext.checkpointing_enabled``)
+    checkpointing_enabled: bool = False
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,7 @@ class Task:
                 attempt_id=self.tdd.attempt_id,
                 checkpoint_responder=self.checkpoint_responder,
                 task_restore=self.tdd.task_restore,
+                checkpointing_enabled=self.tdd.checkpointing_enabled,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)

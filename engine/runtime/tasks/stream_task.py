@@ -100,6 +100,8 @@ class StreamTask:
             records_per_batch=env.records_per_batch,
             auto_watermark_interval_ms=env.auto_watermark_interval_ms,
             task_cancelled=self._cancel_requested.is_set,  # no reference back to the task
+            checkpointing_enabled=env.checkpointing_enabled,
+            coordinator_event_executor=self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT),
         )
         return self.state_initializer.initialize(ctx, self._restored_operator_state(cfg))
 
@@ -123,7 +125,7 @@ class StreamTask:
         if env.checkpoint_responder is not None:
             self.subtask_checkpoint_coordinator = SubtaskCheckpointCoordinator(
                 env.task_name_with_subtasks, env.subtask_index, env.attempt_id, self.operator_chain,
-                env.record_writers, env.checkpoint_responder)
+                env.record_writers, env.checkpoint_responder, self._cancel_requested.is_set)
         timeout = env.buffer_timeout_ms
         if env.record_writers and timeout is not None and timeout > 0:
             writers = env.record_writers
