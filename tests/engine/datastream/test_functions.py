@@ -181,8 +181,8 @@ def test_a_function_of_the_wrong_kind_is_refused(env):
         ds.map(F())
     with pytest.raises(TypeError, match="DataStream.flat_map expects a FlatMapFunction or a callable.*int"):
         ds.flat_map(42)
-    with pytest.raises(TypeError, match="key_by"):
-        ds.key_by("field")
+    with pytest.raises(TypeError, match="DataStream.key_by expects a KeySelector or a callable, got 3.5 of type float"):
+        ds.key_by(3.5)  # a field position (int) or name (str) is a key, as Flink's keyBy(int|String)
 
 
 def test_keyed_process_function_on_a_non_keyed_stream_is_refused(env):

@@ -334,7 +334,12 @@ def test_a_checkpoint_that_times_out_is_aborted_and_operators_are_told(env, tmp_
     stats = client.get_checkpoint_stats()
     assert stats.counts.number_of_failed_checkpoints >= 1
     failed = [c for c in stats.history if c.status is CheckpointStatsStatus.FAILED]
-    assert failed and all(c.failure_message.startswith("Checkpoint expired before completing.") for c in failed)
+    expired = [c for c in failed if c.failure_message.startswith("Checkpoint expired before completing.")]
+    # besides those that expired, only the last one may fail: declined as the source finishes
+    # (no checkpoints after tasks finish, FLIP-147, yet)
+    others = [c.failure_message for c in failed if c not in expired]
+    assert expired and all(m.startswith("Checkpoint was declined (task is closing)") for m in others), others
+    assert len(others) <= 1, others
     aborted = {int(line.split()[1]) for line in _log_lines(log) if line.startswith("aborted ")}
     assert aborted and aborted <= {c.checkpoint_id for c in failed} | set(
         range(1, stats.counts.number_of_total_checkpoints + 1))
