@@ -11,42 +11,13 @@ from pathlib import Path
 import pytest
 
 from rill.common import JobStatus, RestartStrategies, RestartStrategyConfiguration
-from rill.common.functions import MapFunction, SinkFunction
 from rill.datastream import StreamExecutionEnvironment
 from rill.runtime.errors import JobExecutionException
 
+from _failure_injection import FailAt, FilePerAttempt
+
 N = 100
 TIMEOUT_S = 120
-
-
-class FailAt(MapFunction):
-    """Raises at record ``at`` while fewer than ``times`` marker files exist (one per failure)."""
-
-    def __init__(self, marker_dir: str, at: int, times: int):
-        self.marker_dir, self.at, self.times = marker_dir, at, times
-
-    def map(self, value):
-        if value == self.at:
-            done = len(os.listdir(self.marker_dir))
-            if done < self.times:
-                Path(self.marker_dir, f"failed-{done}").touch()
-                raise RuntimeError(f"injected failure {done + 1}")
-        return value
-
-
-class FilePerAttempt(SinkFunction):
-    def __init__(self, out_dir: str):
-        self.out_dir = out_dir
-
-    def open(self, runtime_context):
-        self.file = open(os.path.join(self.out_dir, f"attempt-{runtime_context.get_attempt_number()}-"
-                                                    f"{runtime_context.get_index_of_this_subtask()}"), "a")
-
-    def invoke(self, value, context):
-        self.file.write(f"{value}\n")
-
-    def close(self):
-        self.file.close()
 
 
 def run(env, tmp_path, strategy, times):
@@ -76,7 +47,7 @@ def test_fixed_delay_restart_fails_once_its_attempts_are_used_up(env, tmp_path):
     client, markers, _ = run(env, tmp_path, RestartStrategies.fixed_delay_restart(1, 0), 5)
     with pytest.raises(JobExecutionException) as e:
         client.get_job_execution_result().result(timeout=TIMEOUT_S)
-    assert str(e.value.__cause__) == "injected failure 2"
+    assert str(e.value.__cause__) == f"injected failure 2 at record {N // 2}"
 
 
 def test_failure_rate_restart_restarts_the_failing_job(env, tmp_path):
@@ -98,7 +69,7 @@ def test_no_restart_fails_on_the_first_failure_even_with_checkpointing(env, tmp_
     client, markers, _ = run(env, tmp_path, RestartStrategies.no_restart(), 1)
     with pytest.raises(JobExecutionException) as e:
         client.get_job_execution_result().result(timeout=TIMEOUT_S)
-    assert str(e.value.__cause__) == "injected failure 1"
+    assert str(e.value.__cause__) == f"injected failure 1 at record {N // 2}"
     assert client.get_job_status() is JobStatus.FAILED
 
 

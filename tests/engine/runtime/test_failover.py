@@ -16,45 +16,13 @@ from pathlib import Path
 import pytest
 
 from rill.common import JobStatus
-from rill.common.functions import MapFunction, SinkFunction
+from rill.common.functions import MapFunction
 from rill.runtime.errors import JobExecutionException
+
+from _failure_injection import FailAt, FilePerAttempt
 
 N = 200
 TIMEOUT_S = 120
-
-
-class FailAt(MapFunction):
-    """Raises at record ``at`` while fewer than ``times`` marker files exist in ``marker_dir``
-    (each failure leaves one), so attempt ``times`` runs through."""
-
-    def __init__(self, marker_dir: str, at: int, times: int):
-        self.marker_dir, self.at, self.times = marker_dir, at, times
-
-    def map(self, value):
-        if value == self.at:
-            done = len(os.listdir(self.marker_dir))
-            if done < self.times:
-                Path(self.marker_dir, f"failed-{done}").touch()
-                raise RuntimeError(f"injected failure {done + 1} at record {value}")
-        return value
-
-
-class FilePerAttempt(SinkFunction):
-    """Appends each record to ``<dir>/attempt-<a>-subtask-<i>.txt``, flushed per record."""
-
-    def __init__(self, out_dir: str):
-        self.out_dir = out_dir
-
-    def open(self, runtime_context):
-        name = (f"attempt-{runtime_context.get_attempt_number()}-"
-                f"subtask-{runtime_context.get_index_of_this_subtask()}.txt")
-        self.file = open(os.path.join(self.out_dir, name), "a", buffering=1)
-
-    def invoke(self, value, context):
-        self.file.write(f"{value}\n")
-
-    def close(self):
-        self.file.close()
 
 
 def outputs(out_dir: Path):
