@@ -58,8 +58,8 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
     assert status == 401 and body["errors"][0].startswith("Savepoints need 'Authorization: Bearer <token>'")
     status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"target-directory": 7})
     assert (status, body) == (400, {"errors": ["target-directory must be a string, got 7"]})
-    status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"cancel-job": True})
-    assert status == 400 and "cancel-job=true (cancel with savepoint) is not built" in body["errors"][0]
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"cancel-job": "yes"})
+    assert (status, body) == (400, {"errors": ["cancel-job must be a boolean, got 'yes'"]})
     status, body = http.request("POST", f"/jobs/{'0' * 32}/savepoints", auth, {})
     assert status == 404
     status, body = http.request("POST", f"/jobs/{job}/savepoints", auth,
@@ -93,6 +93,48 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
     assert [h["id"] for h in body["history"]] == [c.checkpoint_id for c in stats.history]
     assert body["latest"]["completed"]["external_path"] == stopped["operation"]["location"]
     assert body["summary"]["end_to_end_duration"].keys() == {"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
+
+
+def _cancel_with_savepoint(http: Http, token: str, client, tmp_path: Path) -> None:
+    """``"cancel-job": true``: the savepoint completes, then the job is CANCELED (Flink's
+    cancel-with-savepoint); no checkpoint follows the savepoint."""
+    job = client.get_job_id()
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", {"Authorization": f"Bearer {token}"},
+                                {"target-directory": str(tmp_path / "cancel"), "cancel-job": True})
+    assert status == 202 and list(body) == ["request-id"]
+    done = http.poll(f"/jobs/{job}/savepoints/{body['request-id']}", lambda b: b["status"]["id"] == "COMPLETED",
+                     deadline_s=TIMEOUT_S)
+    location = done["operation"]["location"]
+    assert Path(location).parent == tmp_path / "cancel"
+    savepoint_id = resolve_checkpoint_pointer(location).checkpoint_id
+    client.wait(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.CANCELED
+    assert http.poll(f"/jobs/{job}", lambda b: b["state"] == "CANCELED", deadline_s=TIMEOUT_S)["state"] == "CANCELED"
+    stats = client.get_checkpoint_stats()
+    assert max(c.checkpoint_id for c in stats.history) == savepoint_id
+    assert stats.latest_completed.external_path == location
+
+
+def test_cancel_with_savepoint_through_the_embedded_endpoint(embedded_rest, tmp_path):
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _slow_job(env)
+    client = env.execute_async("rest cancel with savepoint")
+    _wait_running(client)
+    _cancel_with_savepoint(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(), client, tmp_path)
+
+
+def test_cancel_with_savepoint_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path):
+    http, _proc = cluster_rest
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _slow_job(env)
+    client = env.execute_async("cluster rest cancel with savepoint")
+    _wait_running(client)
+    _cancel_with_savepoint(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client, tmp_path)
 
 
 def test_savepoints_through_the_embedded_endpoint(embedded_rest, tmp_path):
