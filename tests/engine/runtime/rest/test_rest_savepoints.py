@@ -15,9 +15,11 @@ from rill.common.configuration import ConfigOptions
 from rill.common.functions import MapFunction
 from rill.datastream import StreamExecutionEnvironment
 from rill.graph.states import JobStatus
-from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
+from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus, CheckpointStatsTracker
+from rill.runtime.rest import messages
 from rill.runtime.rest.auth import derive_bearer_token
 from rill.state.checkpoint.filesystem import resolve_checkpoint_pointer
+import flink_fields as F
 from rest_http import Http
 
 N = 3000
@@ -86,7 +88,12 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
     stats = client.get_checkpoint_stats()
     body = http.poll(f"/jobs/{job}/checkpoints", lambda b: b["counts"]["total"] == stats.counts.number_of_total_checkpoints,
                      deadline_s=TIMEOUT_S)
-    assert body.keys() == {"counts", "summary", "latest", "history"}
+    assert body.keys() == F.CHECKPOINTING_STATISTICS and body["counts"].keys() == F.CHECKPOINT_COUNTS
+    assert body["summary"].keys() == F.CHECKPOINT_SUMMARY and body["latest"].keys() == F.LATEST_CHECKPOINTS
+    assert all(v.keys() == F.STATS_SUMMARY for v in body["summary"].values())
+    fields = {"COMPLETED": F.COMPLETED_CHECKPOINT_STATISTICS, "FAILED": F.FAILED_CHECKPOINT_STATISTICS}
+    assert body["history"] and all(h.keys() == fields[h["status"]] for h in body["history"])
+    assert body["latest"]["completed"].keys() == F.COMPLETED_CHECKPOINT_STATISTICS
     assert body["counts"] == {"restored": 0, "total": stats.counts.number_of_total_checkpoints,
                               "in_progress": 0, "completed": stats.counts.number_of_completed_checkpoints,
                               "failed": stats.counts.number_of_failed_checkpoints}
@@ -168,3 +175,19 @@ def test_checkpoint_statistics_of_a_job_without_checkpointing_are_404(embedded_r
     client.get_job_execution_result().result(TIMEOUT_S)
     status, body = Http(client.get_web_interface_url()).request("GET", f"/jobs/{client.get_job_id()}/checkpoints")
     assert (status, body) == (404, {"errors": [f"Checkpointing is not enabled for job {client.get_job_id()}"]})
+
+
+def test_a_failed_checkpoint_carries_flinks_failed_fields():
+    """``FailedCheckpointStatistics``: ``failure_timestamp`` (the trigger plus the end-to-end
+    duration the tracker ended at the failure) and ``failure_message``; no completed fields."""
+    tracker = CheckpointStatsTracker()
+    tracker.report_pending_checkpoint(7, 1_000, 3)
+    tracker.report_failed_checkpoint(7, 1_250, "Checkpoint expired before completing.")
+    body = messages.checkpointing_statistics(tracker.create_snapshot())
+    [failed] = body["history"]
+    assert failed.keys() == F.FAILED_CHECKPOINT_STATISTICS and body["latest"]["failed"] == failed
+    assert (failed["className"], failed["id"], failed["status"], failed["trigger_timestamp"],
+            failed["end_to_end_duration"], failed["failure_timestamp"], failed["failure_message"]) == (
+        ".FailedCheckpointStatistics", 7, "FAILED", 1_000, 250, 1_250, "Checkpoint expired before completing.")
+    assert body["counts"] == {"restored": 0, "total": 1, "in_progress": 0, "completed": 0, "failed": 1}
+    assert body["latest"]["completed"] is None
