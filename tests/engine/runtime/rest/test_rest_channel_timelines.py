@@ -115,6 +115,10 @@ def _exercise(http: Http, token: str, client, tmp_path: Path, cluster: bool) -> 
     client.get_job_execution_result().exception(TIMEOUT_S)
     assert client.get_job_status() is JobStatus.CANCELED
     http.poll(f"/jobs/{job}", lambda b: b["state"] == "CANCELED", deadline_s=TIMEOUT_S)
+    # each task wrote its file before it reported its end
+    assert sorted(p.name for p in (tmp_path / "second" / job).iterdir()) == names
+    for name in names:
+        assert pq.read_table(Path(second) / job / name).schema.equals(TIMELINE_SCHEMA, check_metadata=False)
     status, body = http.request("DELETE", path, auth)
     assert status == 409 and "CANCELED, not RUNNING" in body["errors"][0], body
 
