@@ -5,6 +5,7 @@ with the files written, the same Parquet files as ``rill.network.timeline.*`` wr
 
 from __future__ import annotations
 
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -13,6 +14,7 @@ import pyarrow.parquet as pq
 
 from rill.common import Configuration
 from rill.common.configuration import ConfigOptions
+from rill.common.functions import MapFunction
 from rill.datastream import StreamExecutionEnvironment
 from rill.graph.states import JobStatus
 from rill.runtime.rest.auth import derive_bearer_token
@@ -147,3 +149,91 @@ def test_channel_timelines_through_the_cluster_endpoint(cluster, cluster_rest, t
         _exercise(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client, tmp_path, True)
     finally:
         client.cancel()
+
+
+class FailOnceWhenTold(MapFunction):
+    """Passes records on; fails once, at the first record after ``<marker_dir>/go`` appears."""
+
+    def __init__(self, marker_dir: str):
+        self.marker_dir = marker_dir
+
+    def map(self, value):
+        if os.path.exists(os.path.join(self.marker_dir, "go")) and not os.path.exists(
+                os.path.join(self.marker_dir, "failed")):
+            Path(self.marker_dir, "failed").touch()
+            raise RuntimeError(f"injected failure at record {value}")
+        return value
+
+
+def _restart_while_recording(http: Http, token: str, client, tmp_path: Path, markers: Path, cluster: bool) -> None:
+    """The tasks of the failed attempt write their files as they end; those of the next attempt
+    record from their start and write theirs when the recording stops."""
+    job = client.get_job_id()
+    auth = {"Authorization": f"Bearer {token}"}
+    target = str(tmp_path / "timelines")
+    all_running = lambda b: b["vertices"] and all(v["status"] == "RUNNING" for v in b["vertices"])  # noqa: E731
+    http.poll(f"/jobs/{job}", all_running, deadline_s=TIMEOUT_S, what="every vertex RUNNING")
+    assert http.request("POST", f"/jobs/{job}/channel-timelines", auth,
+                        {"interval": 5, "target-directory": target})[0] == 202
+    (markers / "go").touch()
+    http.poll(f"/jobs/{job}/exceptions", lambda e: len(e["exceptionHistory"]["entries"]) == 1,
+              deadline_s=TIMEOUT_S, what="the injected failure")
+    http.poll(f"/jobs/{job}", lambda b: b["state"] == "RUNNING" and all_running(b)
+              and _records_out(http, job, "Identity") >= 200, deadline_s=TIMEOUT_S,
+              what="the restarted attempt running with 200 records through Identity")
+    status, body = http.request("DELETE", f"/jobs/{job}/channel-timelines", auth)
+    names = ["Identity_1_1_-attempt{}.parquet", "Source_Numbers_1_1_-attempt{}.parquet"]
+    if cluster:
+        names.insert(1, "Sink_Slow_1_1_-attempt{}.parquet")
+    assert (status, body) == (200, {"files": [f"{target}/{job}/{n.format(1)}" for n in names]})
+    assert sorted(p.name for p in Path(target, job).iterdir()) == sorted(n.format(a) for n in names for a in (0, 1))
+    for name in names:
+        for attempt in (0, 1):
+            rows = pq.read_table(Path(target, job, name.format(attempt))).to_pylist()
+            assert rows and {r["attempt_number"] for r in rows} == {attempt}
+
+
+def _restarting_job(env, markers: Path) -> None:
+    conf = env.get_configuration()
+    conf.set_string("restart-strategy.type", "fixed-delay")
+    conf.set_string("restart-strategy.fixed-delay.attempts", "1")
+    conf.set_string("restart-strategy.fixed-delay.delay", "0")
+    conf.set_string("taskmanager.network.records-per-buffer", "16")
+    conf.set_string("rill.source.batch-size", "16")
+    (env.from_collection(list(range(N))).name("Numbers")
+        .map(FailOnceWhenTold(str(markers))).name("Identity").disable_chaining()
+        .add_sink(_slow).name("Slow"))
+
+
+def test_a_restart_while_recording_embedded(embedded_rest, tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _restarting_job(env, markers)
+    client = env.execute_async("rest channel timelines restart")
+    try:
+        _restart_while_recording(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(), client,
+                                 tmp_path, markers, False)
+    finally:
+        client.cancel()
+        client.wait(TIMEOUT_S)
+
+
+def test_a_restart_while_recording_cluster(cluster, cluster_rest, tmp_path):
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    http, _proc = cluster_rest
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _restarting_job(env, markers)
+    client = env.execute_async("cluster rest channel timelines restart")
+    try:
+        _restart_while_recording(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client,
+                                 tmp_path, markers, True)
+    finally:
+        client.cancel()
+        client.wait(TIMEOUT_S)
