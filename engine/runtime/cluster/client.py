@@ -14,6 +14,7 @@ import concurrent.futures
 import os
 import threading
 import time
+import uuid
 from typing import Dict, List, Optional, Tuple
 
 import cloudpickle
@@ -150,11 +151,11 @@ class ClusterClient:
         return self.ask(self.dispatcher, m.CancelJob(job_id))
 
     def trigger_savepoint(self, job_id: str, target_directory: Optional[str] = None,
-                          drain: Optional[bool] = None):
+                          drain: Optional[bool] = None, cancel_job: bool = False):
         """Ask the Dispatcher for a savepoint of ``job_id`` (with ``drain`` not ``None``:
-        stop-with-savepoint); returns :class:`~rill.runtime.cluster.messages.SavepointTriggered`
+        stop-with-savepoint; with ``cancel_job``: cancel-with-savepoint); returns :class:`~rill.runtime.cluster.messages.SavepointTriggered`
         or, when the job does not run there, a failed ``SavepointStatusReport``."""
-        return self.ask(self.dispatcher, m.TriggerSavepoint(job_id, target_directory, drain))
+        return self.ask(self.dispatcher, m.TriggerSavepoint(job_id, target_directory, drain, cancel_job=cancel_job))
 
     def savepoint_status(self, job_id: str, trigger_id: str) -> m.SavepointStatusReport:
         """The status of savepoint operation ``trigger_id``."""
@@ -193,6 +194,21 @@ class ClusterClient:
 
         threading.Thread(target=poll, name=f"rill-savepoint-{first.trigger_id[:8]}", daemon=True).start()
         return future
+
+    def channel_timelines(self, job_id: str, settings, timeout_s: float = ASK_TIMEOUT_S) -> m.ChannelTimelineResponse:
+        """Start recording the channel timelines of ``job_id`` with ``settings`` (a
+        ``ChannelTimelineSettings``) or, with ``None``, stop and get the files written.
+
+        :raises ClusterNotRunningError: when no answer arrives within ``timeout_s``.
+        """
+        request_id = uuid.uuid4().hex
+        reply = self.ask_until(self.dispatcher, m.ChannelTimelineRequest(job_id, request_id, settings),
+                               lambda r: isinstance(r, m.ChannelTimelineResponse) and r.request_id == request_id,
+                               time.monotonic() + timeout_s)
+        if reply is None:
+            raise ClusterNotRunningError(f"The cluster at cluster://{self.host}:{self.port} did not answer the "
+                                         f"channel timeline request for job {job_id} within {timeout_s} s")
+        return reply
 
     def job_report(self, job_id: str, timeout_s: float = ASK_TIMEOUT_S):
         return self.ask(self.leaders(timeout_s).dispatcher, m.RequestJobStatus(job_id), timeout_s)

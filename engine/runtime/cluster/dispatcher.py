@@ -118,6 +118,8 @@ class DispatcherActor(Actor):
         elif isinstance(msg, m.RequestSavepointStatus):
             self.send(sender, self.savepoint_operations.get(msg.trigger_id) or m.SavepointStatusReport(
                 msg.job_id, msg.trigger_id, "UNKNOWN", failure_cause=f"No savepoint operation {msg.trigger_id}"))
+        elif isinstance(msg, m.ChannelTimelineRequest):
+            self._channel_timelines(msg, sender)
         elif isinstance(msg, KvStateRequest):
             route_in_dispatcher(self.job_masters, msg, sender, self.send)
         elif isinstance(msg, m.RequestClusterOverview):
@@ -147,9 +149,25 @@ class DispatcherActor(Actor):
             return
         self.savepoint_operations[trigger_id] = m.SavepointStatusReport(msg.job_id, trigger_id, "IN_PROGRESS")
         log.info("job %s: %s requested (trigger %s)", msg.job_id,
-                 "savepoint" if msg.drain is None else "stop-with-savepoint", trigger_id)
+                 "stop-with-savepoint" if msg.drain is not None
+                 else "cancel-with-savepoint" if msg.cancel_job else "savepoint", trigger_id)
         self.send(jm, dataclasses.replace(msg, trigger_id=trigger_id))
         self.send(sender, m.SavepointTriggered(msg.job_id, trigger_id))
+
+    def _channel_timelines(self, msg: m.ChannelTimelineRequest, sender) -> None:
+        """Forward a channel timeline request to the job's JobMaster, which answers the asker;
+        answer here for a job this Dispatcher does not run."""
+        jm = self.job_masters.get(msg.job_id)
+        report = self.reports.get(msg.job_id)
+        if report is None:
+            self.send(sender, m.ChannelTimelineResponse(msg.request_id, error=f"Job {msg.job_id} not found",
+                                                        error_kind="not-found"))
+        elif jm is None or report.result is not None:
+            self.send(sender, m.ChannelTimelineResponse(
+                msg.request_id, error=f"Cannot record channel timelines of job {msg.job_id}: it is "
+                f"{report.status}, not RUNNING", error_kind="conflict"))
+        else:
+            self.send(jm, dataclasses.replace(msg, reply_to=sender))
 
     def _submit(self, msg: m.SubmitJob, sender) -> None:
         if self.resource_manager is None:

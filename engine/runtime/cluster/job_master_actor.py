@@ -25,6 +25,7 @@ processes are asked to exit once all its tasks are terminal.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import itertools
 import logging
@@ -48,6 +49,7 @@ from rill.runtime.deployment import JobInformation, TaskInformation, subtask_des
 from rill.runtime.errors import JobExecutionException, NoResourceAvailableException, RemoteTaskException
 from rill.runtime.metrics import TaskIOMetrics
 from rill.runtime.rest.snapshot import snapshot_job_master
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineStateError, timeline_file
 
 __all__ = ["JobMasterActor", "RemoteTask", "ClusterDeployer", "ActorCheckpointTimer", "TaskExecutorLostException",
            "ControlProcessLostException"]
@@ -117,6 +119,7 @@ class RemoteTask:
         self.network_memory = None  # (available, total) segments of its process, as last reported
         self.cancel_requested = False
         self.released = False  # the job is over for this task: its process is asked to exit
+        self._timeline_stopped: Optional[concurrent.futures.Future] = None  # until its process answers
 
     @property
     def task_name_with_subtasks(self) -> str:
@@ -129,7 +132,47 @@ class RemoteTask:
         if self.execution_state.is_terminal() or state is self.execution_state:
             return
         self.execution_state = state
+        if state.is_terminal() and self._timeline_stopped is not None:
+            self.channel_timeline_stopped(None, None)  # it wrote its file before it reported the end
         self.listener(self, state, failure)
+
+    # -- channel timelines on demand (rill.runtime.jobmaster.channel_timelines) -----------------
+    def start_channel_timeline(self, settings) -> None:
+        """Send ``StartChannelTimeline``; a task not deployed yet gets the settings in its
+        descriptor instead (the JobMasterActor deploys with the job's running recording)."""
+        if self.actor is not None and not self.released and self.execution_state is not ExecutionState.CREATED \
+                and not self.execution_state.is_terminal():
+            self._send(self.actor, m.StartChannelTimeline(self.tdd.attempt_id, settings))
+
+    def stop_channel_timeline(self) -> "concurrent.futures.Future[Optional[str]]":
+        """Send ``StopChannelTimeline``; a future of the file's path, completed by the task's
+        answer (:meth:`channel_timeline_stopped`) or, if it ends first, by the file it wrote then."""
+        future: "concurrent.futures.Future[Optional[str]]" = concurrent.futures.Future()
+        if self.actor is None or self.released or self.execution_state is ExecutionState.CREATED \
+                or self.execution_state.is_terminal():
+            future.set_result(self._written_timeline())
+            return future
+        self._timeline_stopped = future
+        self._send(self.actor, m.StopChannelTimeline(self.tdd.attempt_id))
+        return future
+
+    def channel_timeline_stopped(self, path: Optional[str], error: Optional[str]) -> None:
+        """The task's answer to ``StopChannelTimeline`` (or its end: ``path`` ``None``)."""
+        future, self._timeline_stopped = self._timeline_stopped, None
+        if future is None or future.done():
+            return
+        if error is not None:
+            future.set_exception(OSError(f"{self.task_name_with_subtasks}: {error}"))
+        else:
+            future.set_result(path if path is not None else self._written_timeline())
+
+    def _written_timeline(self) -> Optional[str]:
+        settings = self.tdd.channel_timeline
+        if settings is None:
+            return None
+        path = timeline_file(settings.directory, self.tdd.job_id, self.task_name_with_subtasks,
+                             self.tdd.attempt_number)
+        return str(path) if path.exists() else None
 
     # -- checkpoints (the coordinator's calls, on the actor's thread) ---------------------------
     def trigger_checkpoint(self, checkpoint_id: int, timestamp: int, options) -> None:
@@ -313,6 +356,10 @@ class JobMasterActor(Actor):
                 self.jm.cancel()
         elif isinstance(msg, m.TriggerSavepoint):
             self._trigger_savepoint(msg)
+        elif isinstance(msg, m.ChannelTimelineRequest):
+            self._channel_timelines(msg)
+        elif isinstance(msg, m.ChannelTimelineStopped):
+            self._task(msg.attempt_id).channel_timeline_stopped(msg.path, msg.error)
         elif isinstance(msg, m.JobMasterHeartbeatAck):
             self.unanswered_heartbeats.discard(msg.resource_id)
         elif isinstance(msg, m.TaskExecutorLost):
@@ -427,6 +474,8 @@ class JobMasterActor(Actor):
             for gdd in tdd.input_gates:
                 gates.append(dataclasses.replace(gdd, locations=[tasks[pid.producer_id].data_address
                                                                  for pid, _ in gdd.channels]))
+            if self.jm.channel_timeline is not None:  # a recording started while the processes started
+                tdd = task.tdd = dataclasses.replace(tdd, channel_timeline=self.jm.channel_timeline)
             subtask = dumps(subtask_descriptor(dataclasses.replace(tdd, input_gates=gates)))
             task.execution_state = ExecutionState.DEPLOYING
             log.debug("JobMaster %s: DeployTask %s: %d bytes (subtask %d, task information %d, job information %d)",
@@ -564,14 +613,47 @@ class JobMasterActor(Actor):
             self.send(self.dispatcher, m.SavepointStatusReport(
                 msg.job_id, msg.trigger_id, "COMPLETED", failure_cause=f"Job {msg.job_id} has not started"))
             return
-        future = (self.jm.trigger_savepoint(msg.target_directory) if msg.drain is None
-                  else self.jm.stop_with_savepoint(msg.target_directory, msg.drain))
+        if msg.drain is not None:
+            future = self.jm.stop_with_savepoint(msg.target_directory, msg.drain)
+        elif msg.cancel_job:
+            future = self.jm.cancel_with_savepoint(msg.target_directory)
+        else:
+            future = self.jm.trigger_savepoint(msg.target_directory)
 
         def report(f) -> None:
             error = f.exception()
             self.send(self.dispatcher, m.SavepointStatusReport(
                 msg.job_id, msg.trigger_id, "COMPLETED", location=None if error else f.result(),
                 failure_cause=f"{type(error).__name__}: {error}" if error else None))
+
+        future.add_done_callback(report)
+
+    def _channel_timelines(self, msg: m.ChannelTimelineRequest) -> None:
+        """Start or stop the job's channel timeline recording and answer ``msg.reply_to`` (a
+        stop once every task wrote its file: the futures complete on this actor's thread)."""
+        def answer(files=None, error=None, kind="conflict") -> None:
+            self.send(msg.reply_to, m.ChannelTimelineResponse(msg.request_id, files, error,
+                                                              None if error is None else kind))
+
+        if self.jm is None:
+            answer(error=f"Job {msg.job_id} has not started")
+            return
+        try:
+            if msg.settings is not None:
+                self.jm.start_channel_timelines(msg.settings)
+                answer()
+                return
+            future = self.jm.stop_channel_timelines()
+        except ChannelTimelineStateError as e:
+            answer(error=str(e))
+            return
+
+        def report(f) -> None:
+            error = f.exception()
+            if error is None:
+                answer(files=f.result())
+            else:
+                answer(error=f"{type(error).__name__}: {error}", kind="failed")
 
         future.add_done_callback(report)
 

@@ -611,6 +611,8 @@ class TriggerSavepoint:
     target_directory: Optional[str] = None
     drain: Optional[bool] = None
     trigger_id: str = ""
+    #: savepoint then cancel (Flink's cancel-with-savepoint); only with ``drain`` ``None``
+    cancel_job: bool = False
 
 
 @dataclass(frozen=True)
@@ -641,3 +643,56 @@ class SavepointStatusReport:
     status: str
     location: Optional[str] = None
     failure_cause: Optional[str] = None
+
+
+# ---------------------------------------------------------------- channel timelines on demand
+
+
+@dataclass(frozen=True)
+class ChannelTimelineRequest:
+    """client → Dispatcher → JobMaster: start recording the channel timelines of ``job_id``'s
+    tasks with ``settings`` (a ``ChannelTimelineSettings``), or stop the recording
+    (``settings`` ``None``). The Dispatcher forwards it with ``reply_to`` set to the asker;
+    the answer is a :class:`ChannelTimelineResponse` with the same ``request_id``."""
+
+    job_id: str
+    request_id: str
+    settings: Any = None
+    reply_to: Any = None
+
+
+@dataclass(frozen=True)
+class ChannelTimelineResponse:
+    """JobMaster (or Dispatcher) → client: ``error`` ``None`` when done (``files``: the paths
+    written, for a stop), else why not with ``error_kind`` ``"not-found"`` (no such job) or
+    ``"conflict"`` (not running, recording already, nothing to stop)."""
+
+    request_id: str
+    files: Optional[List[str]] = None
+    error: Optional[str] = None
+    error_kind: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class StartChannelTimeline:
+    """JobMaster → StreamTask: record the task's channel timeline with ``settings``."""
+
+    attempt_id: str
+    settings: Any
+
+
+@dataclass(frozen=True)
+class StopChannelTimeline:
+    """JobMaster → StreamTask: end the recording; answered by :class:`ChannelTimelineStopped`."""
+
+    attempt_id: str
+
+
+@dataclass(frozen=True)
+class ChannelTimelineStopped:
+    """StreamTask → JobMaster: the task's timeline file (``None``: nothing recorded, or
+    ``error``: it could not be written)."""
+
+    attempt_id: str
+    path: Optional[str]
+    error: Optional[str] = None

@@ -217,6 +217,11 @@ class StreamTaskActor(Actor):
                 self.task.cancel_execution()
         elif isinstance(msg, m.TriggerCheckpoint):
             self._trigger_checkpoint(msg)
+        elif isinstance(msg, m.StartChannelTimeline):
+            if self.task is not None:
+                self.task.start_channel_timeline(msg.settings)
+        elif isinstance(msg, m.StopChannelTimeline):
+            self._stop_channel_timeline(sender)
         elif isinstance(msg, m.NotifyCheckpointComplete):
             if self.task is not None:
                 self.task.notify_checkpoint_complete(msg.checkpoint_id)
@@ -300,6 +305,15 @@ class StreamTaskActor(Actor):
         ActorCheckpointResponder(self.outbox, self.job_master).decline_checkpoint(
             msg.attempt_id, msg.checkpoint_id,
             CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_NOT_READY, "not deployed"))
+
+    def _stop_channel_timeline(self, job_master) -> None:
+        """End the task's recording, write its file and tell the JobMaster where (blocks this
+        actor while the file is written: the task's sampling thread is joined first)."""
+        try:
+            path, error = (None if self.task is None else self.task.stop_channel_timeline()), None
+        except OSError as e:
+            path, error = None, f"writing the channel timeline failed: {e}"
+        self.send(job_master, m.ChannelTimelineStopped(self.attempt_id, path, error))
 
     def _on_state(self, task, state, failure) -> None:
         """Task thread: report a state change (with the final metrics when terminal)."""

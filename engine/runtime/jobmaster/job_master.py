@@ -59,7 +59,7 @@ from rill.runtime.jobmaster.failover import (
     schedule_on_timer,
 )
 from rill.runtime.jobmaster.scheduler import assign_slots
-from rill.runtime.jobmaster import savepoints
+from rill.runtime.jobmaster import channel_timelines, savepoints
 from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings
 from rill.state.checkpoint.metadata import CheckpointMetadata
 from rill.runtime.taskmanager.task import TaskFailure
@@ -134,6 +134,8 @@ class JobMaster:
         #: every source's watermark group (FLIP-182), shared by the job's source coordinators
         self.watermark_alignment = WatermarkAlignmentGroups()
         self._source_totals: List[Optional[int]] = []
+        #: the channel timeline recording started on demand (REST), while it runs
+        self.channel_timeline: Optional[ChannelTimelineSettings] = None
 
     # -- deployment ------------------------------------------------------------------------
     def _create_coordinators(self) -> None:
@@ -164,7 +166,7 @@ class JobMaster:
         conf = self.config
         network = NetworkOptions.from_configuration(conf)
         slots = assign_slots(self.job_graph, self.task_executor.num_slots)
-        timeline = ChannelTimelineSettings.from_configuration(conf)
+        timeline = self.channel_timeline or ChannelTimelineSettings.from_configuration(conf)
         assignment = self._assign_states()
         tdds = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
@@ -339,6 +341,18 @@ class JobMaster:
                             drain: bool = False) -> "concurrent.futures.Future[str]":
         """Stop with a synchronous savepoint: see :func:`rill.runtime.jobmaster.savepoints.stop_with_savepoint`."""
         return savepoints.stop_with_savepoint(self, target_directory, drain)
+
+    def cancel_with_savepoint(self, target_directory: Optional[str] = None) -> "concurrent.futures.Future[str]":
+        """A savepoint, then cancel: see :func:`rill.runtime.jobmaster.savepoints.cancel_with_savepoint`."""
+        return savepoints.cancel_with_savepoint(self, target_directory)
+
+    def start_channel_timelines(self, settings: ChannelTimelineSettings) -> None:
+        """Record every task's channel timeline: see :func:`rill.runtime.jobmaster.channel_timelines.start_channel_timelines`."""
+        channel_timelines.start_channel_timelines(self, settings)
+
+    def stop_channel_timelines(self) -> "concurrent.futures.Future[List[str]]":
+        """Stop the recording: see :func:`rill.runtime.jobmaster.channel_timelines.stop_channel_timelines`."""
+        return channel_timelines.stop_channel_timelines(self)
 
     def get_checkpoint_stats(self) -> Optional[CheckpointStatsSnapshot]:
         """The job's checkpoint statistics, ``None`` without checkpointing."""

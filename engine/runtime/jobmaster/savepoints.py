@@ -17,7 +17,7 @@ from typing import Dict, Optional
 
 from rill.graph.states import JobStatus
 
-__all__ = ["trigger_savepoint", "stop_with_savepoint", "SavepointOperations", "SavepointStatus",
+__all__ = ["trigger_savepoint", "stop_with_savepoint", "cancel_with_savepoint", "SavepointOperations", "SavepointStatus",
            "CHECKPOINTING_DISABLED_MESSAGE"]
 
 #: why a job without checkpointing takes no savepoint (Rill builds its coordinator only then)
@@ -80,6 +80,35 @@ def stop_with_savepoint(job_master, target_directory: Optional[str], drain: bool
         else:
             done.set_exception(RuntimeError(
                 f"Job {job_master.job_id} ended {job_master.status.name} after its savepoint {path} completed"))
+
+    savepoint.add_done_callback(on_savepoint)
+    return done
+
+
+def cancel_with_savepoint(job_master, target_directory: Optional[str]) -> "concurrent.futures.Future[str]":
+    """A savepoint, then cancel the job (Flink's deprecated cancel-with-savepoint,
+    ``SchedulerBase.triggerSavepoint`` with ``cancelJob``; the REST API's ``"cancel-job": true``).
+    Periodic checkpoints are stopped first, so none follows the savepoint; they resume if the
+    savepoint fails, and the job runs on then.
+
+    :returns: a future of the savepoint's directory, completed once the job was asked to
+        cancel; it fails as :func:`trigger_savepoint`'s.
+    """
+    done: "concurrent.futures.Future[str]" = concurrent.futures.Future()
+    coordinator = _coordinator_or_error(job_master, done)
+    if coordinator is None:
+        return done
+    coordinator.stop_checkpoint_scheduler()
+    savepoint = coordinator.trigger_savepoint(target_directory)
+
+    def on_savepoint(f: concurrent.futures.Future) -> None:
+        error = f.exception()
+        if error is not None:
+            coordinator.start_checkpoint_scheduler()
+            done.set_exception(error)
+            return
+        job_master.cancel()
+        done.set_result(f.result())
 
     savepoint.add_done_callback(on_savepoint)
     return done

@@ -2,9 +2,9 @@
 ``runtime.rest``): the embedded MiniCluster serves it when ``rest.port`` is set.
 
 Modules: ``options`` (the ``rest.*`` keys), ``snapshot`` (what handlers read), ``messages``
-(Flink's JSON bodies), ``backpressure`` (levels and the root cause), ``gateway`` (what the server
-asks), ``auth`` (the bearer token for actions), ``server`` (HTTP), ``static/`` (the dashboard
-page and ``openapi.json``).
+(Flink's JSON bodies), ``backpressure`` (levels and the root cause), ``channel_timelines`` (the
+channel timeline action's bodies), ``gateway`` (what the server asks), ``auth`` (the bearer
+token for actions), ``server`` (HTTP), ``static/`` (the dashboard page and ``openapi.json``).
 """
 
 from rill.runtime.rest.auth import derive_bearer_token

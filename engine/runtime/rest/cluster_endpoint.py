@@ -37,10 +37,11 @@ from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.actor_system import parse_cluster_target, read_cluster_info, run_dir
 from rill.runtime.cluster.client import ClusterClient
 from rill.runtime.jobmaster.savepoints import SavepointStatus
-from rill.runtime.rest.gateway import JobNotFoundError, RestfulGateway
+from rill.runtime.rest.gateway import STOP_TIMELINES_TIMEOUT_S, JobNotFoundError, RestfulGateway
 from rill.runtime.rest.options import RestEndpointConfig, RestOptions
 from rill.runtime.rest.server import RestServerEndpoint
 from rill.runtime.rest.snapshot import JobSnapshot
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings, ChannelTimelineStateError
 
 __all__ = ["ClusterGateway", "main", "spawn_endpoint", "stop_endpoint", "endpoint_info_path"]
 
@@ -149,16 +150,33 @@ class ClusterGateway(RestfulGateway):
         if not self._client.cancel(job_id).known:
             raise JobNotFoundError(f"Job {job_id} not found")
 
-    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool]) -> str:
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool],
+                          cancel_job: bool = False) -> str:
         if self._snapshot(job_id) is None:
             raise JobNotFoundError(f"Job {job_id} not found")
-        return self._client.trigger_savepoint(job_id, target_directory, drain).trigger_id
+        return self._client.trigger_savepoint(job_id, target_directory, drain, cancel_job).trigger_id
 
     def checkpoint_stats(self, job_id: str):
         report = self._client.job_report(job_id)
         if not isinstance(report, m.JobStatusReport):
             raise JobNotFoundError(f"Job {job_id} not found")
         return report.checkpoint_stats
+
+    def _timelines(self, job_id: str, settings: Optional[ChannelTimelineSettings]) -> List[str]:
+        reply = self._client.channel_timelines(job_id, settings, STOP_TIMELINES_TIMEOUT_S)
+        if reply.error_kind == "not-found":
+            raise JobNotFoundError(reply.error)
+        if reply.error_kind == "conflict":
+            raise ChannelTimelineStateError(reply.error)
+        if reply.error is not None:
+            raise OSError(reply.error)
+        return list(reply.files or [])
+
+    def start_channel_timelines(self, job_id: str, settings: ChannelTimelineSettings) -> None:
+        self._timelines(job_id, settings)
+
+    def stop_channel_timelines(self, job_id: str) -> List[str]:
+        return self._timelines(job_id, None)
 
     def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
         report = self._client.savepoint_status(job_id, trigger_id)

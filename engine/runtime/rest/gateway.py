@@ -1,4 +1,5 @@
-"""What the REST handlers ask: the jobs, a job, the TaskManagers, cancel and savepoints (Flink's
+"""What the REST handlers ask: the jobs, a job, the TaskManagers, cancel, savepoints and channel
+timeline recordings (Flink's
 ``RestfulGateway``, which the Dispatcher implements).
 
 :class:`RestfulGateway` is the interface the server calls, from its request threads; it must
@@ -18,10 +19,13 @@ from typing import Callable, Dict, List, Optional
 
 from rill.runtime.jobmaster.savepoints import SavepointOperations, SavepointStatus
 from rill.runtime.rest.snapshot import JobSnapshot, snapshot_job_master
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineSettings, ChannelTimelineStateError
 
 __all__ = ["RestfulGateway", "EmbeddedGateway", "JobNotFoundError", "MAX_ARCHIVED_JOBS"]
 
 MAX_ARCHIVED_JOBS = 100
+#: how long stopping a channel timeline recording waits for the tasks' files, s
+STOP_TIMELINES_TIMEOUT_S = 60.0
 
 
 class JobNotFoundError(LookupError):
@@ -49,15 +53,32 @@ class RestfulGateway(ABC):
         """``[{"id", "slotsNumber", "freeSlots", "host"}]``, one per TaskExecutor."""
 
     @abstractmethod
-    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool]) -> str:
-        """Start a savepoint of the job (``drain`` ``None``) or stop it with one (``drain``
-        ``True``/``False``) and return at once with the operation's trigger id (Flink's
-        ``triggerSavepoint`` / ``stopWithSavepoint`` through the ``CompletedOperationCache``).
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool],
+                          cancel_job: bool = False) -> str:
+        """Start a savepoint of the job (``drain`` ``None``; with ``cancel_job`` the job is
+        cancelled once it completed) or stop it with one (``drain`` ``True``/``False``) and
+        return at once with the operation's trigger id (Flink's ``triggerSavepoint`` /
+        ``stopWithSavepoint`` through the ``CompletedOperationCache``).
         :raises JobNotFoundError: for an unknown id."""
 
     @abstractmethod
     def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
         """The savepoint operation's status, ``None`` for an unknown trigger id."""
+
+    @abstractmethod
+    def start_channel_timelines(self, job_id: str, settings: ChannelTimelineSettings) -> None:
+        """Start recording the channel timelines of every task of the job (Rill).
+
+        :raises JobNotFoundError: for an unknown id.
+        :raises ChannelTimelineStateError: when the job is not running or records already."""
+
+    @abstractmethod
+    def stop_channel_timelines(self, job_id: str) -> List[str]:
+        """Stop the job's recording; returns once every task wrote its file, with their paths.
+
+        :raises JobNotFoundError: for an unknown id.
+        :raises ChannelTimelineStateError: when nothing is being recorded.
+        :raises OSError: when a file could not be written."""
 
     @abstractmethod
     def checkpoint_stats(self, job_id: str):
@@ -118,7 +139,8 @@ class EmbeddedGateway(RestfulGateway):
             return  # already ended: cancelling is a no-op, as in Flink
         jm.cancel()
 
-    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool]) -> str:
+    def trigger_savepoint(self, job_id: str, target_directory: Optional[str], drain: Optional[bool],
+                          cancel_job: bool = False) -> str:
         jm = self._live().get(job_id)
         if jm is None:
             with self._lock:
@@ -127,14 +149,33 @@ class EmbeddedGateway(RestfulGateway):
                 raise JobNotFoundError(f"Job {job_id} not found")
             future: "concurrent.futures.Future[str]" = concurrent.futures.Future()
             future.set_exception(RuntimeError(f"Job {job_id} has ended: no savepoint can be taken"))
-        elif drain is None:
-            future = jm.trigger_savepoint(target_directory)
-        else:
+        elif drain is not None:
             future = jm.stop_with_savepoint(target_directory, drain)
+        elif cancel_job:
+            future = jm.cancel_with_savepoint(target_directory)
+        else:
+            future = jm.trigger_savepoint(target_directory)
         return self._savepoints.register(future)
 
     def savepoint_status(self, job_id: str, trigger_id: str) -> Optional[SavepointStatus]:
         return self._savepoints.status(trigger_id)
+
+    def _live_or_error(self, job_id: str, what: str):
+        jm = self._live().get(job_id)
+        if jm is not None:
+            return jm
+        with self._lock:
+            snap = self._archive.get(job_id)
+        if snap is None:
+            raise JobNotFoundError(f"Job {job_id} not found")
+        raise ChannelTimelineStateError(f"Cannot {what} channel timelines of job '{snap.name}' ({job_id}): it is "
+                                        f"{snap.state}, not RUNNING (a task's recording ends with it)")
+
+    def start_channel_timelines(self, job_id: str, settings: ChannelTimelineSettings) -> None:
+        self._live_or_error(job_id, "record").start_channel_timelines(settings)
+
+    def stop_channel_timelines(self, job_id: str) -> List[str]:
+        return self._live_or_error(job_id, "stop the").stop_channel_timelines().result(STOP_TIMELINES_TIMEOUT_S)
 
     def checkpoint_stats(self, job_id: str):
         jm = self._live().get(job_id)

@@ -218,18 +218,29 @@ def _summary(stats) -> Dict:
 
 
 def _checkpoint_statistics(c) -> Dict:
-    """One entry of ``history`` / ``latest`` (Flink's ``CheckpointStatistics``; Rill does not
-    tell savepoints apart in its statistics: ``is_savepoint`` is false)."""
-    return {"className": {"COMPLETED": ".CompletedCheckpointStatistics", "FAILED": ".FailedCheckpointStatistics"}
-            .get(c.status.name, ".PendingCheckpointStatistics"),
-            "id": c.checkpoint_id, "status": c.status.name, "is_savepoint": False,
+    """One entry of ``history`` / ``latest`` (Flink's ``CheckpointStatistics`` and its subclasses:
+    ``CompletedCheckpointStatistics`` adds ``external_path`` and ``discarded``,
+    ``FailedCheckpointStatistics`` adds ``failure_timestamp`` (epoch ms) and ``failure_message``,
+    ``PendingCheckpointStatistics`` nothing). Rill does not tell savepoints apart in its
+    statistics: ``is_savepoint`` is false, ``savepointFormat`` null, ``latest.savepoint`` null;
+    ``tasks`` is empty (no per-vertex details endpoint yet)."""
+    status = c.status.name
+    body = {"className": {"COMPLETED": ".CompletedCheckpointStatistics", "FAILED": ".FailedCheckpointStatistics"}
+            .get(status, ".PendingCheckpointStatistics"),
+            "id": c.checkpoint_id, "status": status, "is_savepoint": False, "savepointFormat": None,
             "trigger_timestamp": c.trigger_timestamp, "latest_ack_timestamp": c.latest_ack_timestamp,
             "checkpointed_size": c.state_size_bytes, "state_size": c.state_size_bytes,
             "end_to_end_duration": c.end_to_end_duration_ms, "alignment_buffered": 0, "processed_data": 0,
             "persisted_data": 0, "num_subtasks": c.number_of_subtasks,
             "num_acknowledged_subtasks": c.number_of_acknowledged_subtasks, "checkpoint_type": "CHECKPOINT",
-            "tasks": {}, "external_path": c.external_path, "discarded": False,
-            "failure_message": c.failure_message}
+            "tasks": {}}
+    if status == "COMPLETED":
+        body.update({"external_path": c.external_path, "discarded": False})
+    elif status == "FAILED":
+        # the tracker ends a failed checkpoint's end-to-end duration at its failure
+        body.update({"failure_timestamp": c.trigger_timestamp + c.end_to_end_duration_ms,
+                     "failure_message": c.failure_message})
+    return body
 
 
 def checkpointing_statistics(snapshot) -> Dict:

@@ -13,16 +13,17 @@ Routes (``:jobid`` and ``:vertexid`` are 32-hex ids):
 ``GET .../vertices/:vertexid/backpressure``, ``/watermarks``  ratios and levels; watermarks
 ``GET /taskmanagers``                                       TaskExecutors
 ``PATCH /jobs/:jobid[?mode=cancel]``                        cancel (bearer token, see ``auth``)
-``POST /jobs/:jobid/savepoints``                            trigger a savepoint (bearer token)
+``POST /jobs/:jobid/savepoints``                            savepoint [then cancel] (bearer token)
 ``POST /jobs/:jobid/stop``                                  stop with a savepoint (bearer token)
 ``GET /jobs/:jobid/savepoints/:triggerid``                  a savepoint operation's status
 ``GET /jobs/:jobid/checkpoints``                            checkpoint statistics (404 without checkpointing)
+``POST``/``DELETE /jobs/:jobid/channel-timelines``          start / stop recording channel timelines (token)
 ``GET /metrics``                                            Prometheus text format (see ``prometheus``)
 ``GET /openapi.json``, ``GET /`` (``/index.html``)          OpenAPI description; the dashboard
 ==========================================================  ===================================
 
-Errors are Flink's ``ErrorResponseBody``: ``{"errors": ["..."]}`` with 400, 401, 404, 405 or
-500. Threading: one thread per request (daemon threads); handlers only read snapshots and call
+Errors are Flink's ``ErrorResponseBody``: ``{"errors": ["..."]}`` with 400, 401, 404, 405, 409
+or 500. Threading: one thread per request (daemon threads); handlers only read snapshots and call
 the gateway, which is thread-safe. The server runs on its own daemon thread until
 :meth:`RestServerEndpoint.close`.
 """
@@ -40,11 +41,12 @@ from typing import Callable, Dict, List, Optional, Tuple
 from prometheus_client import CollectorRegistry
 from urllib.parse import parse_qs, urlsplit
 
-from rill.runtime.rest import messages
+from rill.runtime.rest import channel_timelines, messages
 from rill.runtime.rest.auth import check_authorization, derive_bearer_token
 from rill.runtime.rest.gateway import JobNotFoundError, RestfulGateway
 from rill.runtime.rest.options import RestEndpointConfig
 from rill.runtime.rest.prometheus import CONTENT_TYPE_LATEST, FlinkMetricsCollector, render_metrics
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineStateError
 
 __all__ = ["RestServerEndpoint", "RestError"]
 
@@ -184,27 +186,30 @@ class RestServerEndpoint:
     def handle_post(self, path: str, body: bytes, authorization: Optional[str]) -> Tuple[int, object]:
         """Savepoints (Flink's ``SavepointTriggerHeaders`` / ``StopWithSavepointTriggerHeaders``):
         ``POST /jobs/:jobid/savepoints`` with ``{"target-directory": ..., "cancel-job": false}``
-        and ``POST /jobs/:jobid/stop`` with ``{"targetDirectory": ..., "drain": false}``; 202
-        and ``{"request-id": <trigger id>}``, whose status ``GET
-        /jobs/:jobid/savepoints/:triggerid`` gives.
+        (``true``: cancel the job once the savepoint completed) and ``POST /jobs/:jobid/stop``
+        with ``{"targetDirectory": ..., "drain": false}``; 202 and ``{"request-id": <trigger
+        id>}``, whose status ``GET /jobs/:jobid/savepoints/:triggerid`` gives. ``POST
+        /jobs/:jobid/channel-timelines`` starts a recording (see ``channel_timelines``).
 
         :raises RestError: 405 for another path, 401 without the bearer token, 400 for a body
-            that is not a JSON object, a field of the wrong type or ``"cancel-job": true``
-            (cancel-with-savepoint, deprecated in Flink, is not built: use ``/stop``), 404 for
-            an unknown job.
+            that is not a JSON object or a field of the wrong type, 404 for an unknown job, 409
+            for a recording that cannot start.
         """
-        m = re.fullmatch(r"/jobs/" + _ID + r"/(savepoints|stop)", path)
+        m = re.fullmatch(r"/jobs/" + _ID + r"/(savepoints|stop|channel-timelines)", path)
         if not m:
             raise RestError(405, f"Method POST is not allowed on {path}")
+        timelines = m.group(2) == "channel-timelines"
         if not check_authorization(authorization, self.bearer_token):
-            raise RestError(401, "Savepoints need 'Authorization: Bearer <token>', the token derived from the "
-                                 "cluster's secret (see rill.runtime.rest.auth)")
+            raise RestError(401, f"{'Channel timelines' if timelines else 'Savepoints'} need 'Authorization: "
+                                 "Bearer <token>', the token derived from the cluster's secret (see rill.runtime.rest.auth)")
         try:
             request = json.loads(body or b"{}")
         except ValueError as e:
             raise RestError(400, f"Request body is not JSON: {e}") from None
         if not isinstance(request, dict):
             raise RestError(400, f"Request body must be a JSON object, got {type(request).__name__}")
+        if timelines:
+            return self._start_channel_timelines(m.group(1).lower(), request)
         stop = m.group(2) == "stop"
         target = request.get("targetDirectory" if stop else "target-directory")
         if target is not None and not isinstance(target, str):
@@ -212,14 +217,46 @@ class RestServerEndpoint:
         flag = request.get("drain" if stop else "cancel-job", False)
         if not isinstance(flag, bool):
             raise RestError(400, f"{'drain' if stop else 'cancel-job'} must be a boolean, got {flag!r}")
-        if not stop and flag:
-            raise RestError(400, "cancel-job=true (cancel with savepoint) is not built: stop the job with a "
-                                 "savepoint with POST /jobs/:jobid/stop")
         try:
-            trigger_id = self.gateway.trigger_savepoint(m.group(1).lower(), target, flag if stop else None)
+            trigger_id = self.gateway.trigger_savepoint(m.group(1).lower(), target, flag if stop else None,
+                                                        cancel_job=not stop and flag)
         except JobNotFoundError as e:
             raise RestError(404, str(e)) from None
         return 202, {"request-id": trigger_id}
+
+    def _start_channel_timelines(self, job_id: str, request: Dict) -> Tuple[int, object]:
+        try:
+            settings = channel_timelines.parse_start_request(request)
+        except ValueError as e:
+            raise RestError(400, str(e)) from None
+        try:
+            self.gateway.start_channel_timelines(job_id, settings)
+        except JobNotFoundError as e:
+            raise RestError(404, str(e)) from None
+        except ChannelTimelineStateError as e:
+            raise RestError(409, str(e)) from None
+        return 202, channel_timelines.start_response(job_id, settings)
+
+    def handle_delete(self, path: str, authorization: Optional[str]) -> Tuple[int, object]:
+        """``DELETE /jobs/:jobid/channel-timelines``: stop the recording; 200 and ``{"files"}``
+        once every task wrote its file.
+
+        :raises RestError: 405 for another path, 401 without the bearer token, 404 for an
+            unknown job, 409 when nothing is being recorded.
+        """
+        m = re.fullmatch(r"/jobs/" + _ID + r"/channel-timelines", path)
+        if not m:
+            raise RestError(405, f"Method DELETE is not allowed on {path}")
+        if not check_authorization(authorization, self.bearer_token):
+            raise RestError(401, "Channel timelines need 'Authorization: Bearer <token>', the token derived from "
+                                 "the cluster's secret (see rill.runtime.rest.auth)")
+        try:
+            files = self.gateway.stop_channel_timelines(m.group(1).lower())
+        except JobNotFoundError as e:
+            raise RestError(404, str(e)) from None
+        except ChannelTimelineStateError as e:
+            raise RestError(409, str(e)) from None
+        return 200, channel_timelines.stop_response(files)
 
     def _savepoint_status(self, job_id: str, trigger_id: str) -> Tuple[int, object]:
         status = self.gateway.savepoint_status(job_id.lower(), trigger_id.lower())
@@ -311,7 +348,14 @@ class _Handler(BaseHTTPRequestHandler):
         self._dispatch(lambda: self.endpoint.handle_post(parts.path.rstrip("/"), body,
                                                          self.headers.get("Authorization")))
 
+    def do_DELETE(self) -> None:  # noqa: N802
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("Content-Length") or 0)
+        if length:
+            self.rfile.read(length)
+        self._dispatch(lambda: self.endpoint.handle_delete(parts.path.rstrip("/"), self.headers.get("Authorization")))
+
     def _not_allowed(self) -> None:
         self._json(405, {"errors": [f"Method {self.command} is not allowed on {urlsplit(self.path).path}"]})
 
-    do_PUT = do_DELETE = _not_allowed  # noqa: N815
+    do_PUT = _not_allowed  # noqa: N815

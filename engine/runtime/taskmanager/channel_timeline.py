@@ -46,7 +46,8 @@ import pyarrow.parquet as pq
 from rill.common.configuration import ConfigOption, Configuration
 from rill.network.partition.consumer.remote_input_channel import RemoteInputChannel
 
-__all__ = ["ChannelTimelineOptions", "ChannelTimelineSettings", "ChannelTimelineRecorder", "TIMELINE_SCHEMA"]
+__all__ = ["ChannelTimelineOptions", "ChannelTimelineSettings", "ChannelTimelineRecorder", "ChannelTimelineStateError",
+           "TIMELINE_SCHEMA", "timeline_file"]
 
 
 class ChannelTimelineOptions:
@@ -85,6 +86,20 @@ TIMELINE_SCHEMA = pa.schema([
 
 _COLUMNS = TIMELINE_SCHEMA.names
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+class ChannelTimelineStateError(RuntimeError):
+    """A recording cannot start or stop now: the job is not running, records already (or
+    records every task through ``rill.network.timeline.interval``), or records nothing to stop
+    (the REST API answers 409)."""
+
+
+def timeline_file(directory: str, job_id: str, task_name_with_subtasks: str, attempt_number: int) -> Path:
+    """Where a task attempt's timeline goes: ``<directory>/<job id>/<task>-attempt<n>.parquet``
+    (``directory`` resolved against this process's working directory; characters other than
+    letters, digits, ``.``, ``_`` and ``-`` in the task name become ``_``)."""
+    return (Path(directory).resolve() / job_id /
+            f"{_UNSAFE.sub('_', task_name_with_subtasks)}-attempt{attempt_number}.parquet")
 
 
 @dataclass(frozen=True)
@@ -162,8 +177,7 @@ class ChannelTimelineRecorder:
         self._done = False
         self._written: Optional[Path] = None
         self._lock = threading.Lock()
-        self.path = (Path(settings.directory).resolve() / job_id /
-                     f"{_UNSAFE.sub('_', task_name_with_subtasks)}-attempt{attempt_number}.parquet")
+        self.path = timeline_file(settings.directory, job_id, task_name_with_subtasks, attempt_number)
 
     def start(self) -> None:
         """Start sampling on a daemon thread (the first sample at once)."""

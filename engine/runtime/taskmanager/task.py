@@ -27,7 +27,7 @@ from rill.runtime.checkpoint.checkpoint_options import CheckpointMetaData, Check
 from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
 from rill.runtime.mailbox.task_mailbox import MailboxClosedError
 from rill.runtime.metrics import TaskIOMetrics
-from rill.runtime.taskmanager.channel_timeline import ChannelTimelineRecorder
+from rill.runtime.taskmanager.channel_timeline import ChannelTimelineRecorder, ChannelTimelineSettings
 from rill.runtime.tasks.stream_task import (
     CancelTaskException,
     OneInputStreamTask,
@@ -134,6 +134,11 @@ class Task:
         self.input_gates = network.create_input_gates(tdd)
         self.record_writers: List[Any] = []
         self._timeline: Optional[ChannelTimelineRecorder] = None
+        # recording on demand (REST) may start before the network is set up or after the end
+        self._timeline_lock = threading.Lock()
+        self._timeline_settings: Optional[ChannelTimelineSettings] = tdd.channel_timeline
+        self._network_ready = False
+        self._timeline_closed = False
         self._thread = threading.Thread(target=self._run, name=tdd.task_name_with_subtasks, daemon=True)
 
     @property
@@ -179,12 +184,10 @@ class Task:
             self.metrics.bytes_in = lambda: network.num_bytes_in(self.input_gates)
             self.metrics.bytes_out = lambda: network.num_bytes_out(self.result_partitions)
             self.metrics.input_pool_usage = lambda: network.input_pool_usage(self.input_gates)
-            if self.tdd.channel_timeline is not None:
-                self._timeline = ChannelTimelineRecorder(
-                    self.tdd.channel_timeline, self.tdd.job_id, self.tdd.task_name_with_subtasks,
-                    self.tdd.subtask_index, self.tdd.attempt_number, self.result_partitions, self.input_gates,
-                    network.reader_statistics, network.floating_pool)
-                self._timeline.start()
+            with self._timeline_lock:
+                self._network_ready = True
+                if self._timeline_settings is not None:
+                    self._begin_timeline_locked()
             env = RuntimeEnvironment(
                 task_name=self.tdd.task_name,
                 task_name_with_subtasks=self.tdd.task_name_with_subtasks,
@@ -243,14 +246,51 @@ class Task:
             if not self.execution_state.is_terminal():  # never leave the job waiting
                 self._finish_canceled()
 
+    # -- channel timelines (rill.runtime.taskmanager.channel_timeline) ---------------------------
+    def _begin_timeline_locked(self) -> None:
+        self._timeline = ChannelTimelineRecorder(
+            self._timeline_settings, self.tdd.job_id, self.tdd.task_name_with_subtasks, self.tdd.subtask_index,
+            self.tdd.attempt_number, self.result_partitions, self.input_gates, self.network.reader_statistics,
+            self.network.floating_pool)
+        self._timeline.start()
+
+    def start_channel_timeline(self, settings: ChannelTimelineSettings) -> None:
+        """Record this task's channel timeline with ``settings`` from now on (or from the moment
+        its network is set up); nothing when it records already or has ended. Any thread."""
+        with self._timeline_lock:
+            if self._timeline_closed or self._timeline is not None:
+                return
+            self._timeline_settings = settings
+            if self._network_ready:
+                self._begin_timeline_locked()
+
+    def stop_channel_timeline(self) -> Optional[str]:
+        """End the recording (if any) and write its file; the file's path, ``None`` when nothing
+        was recorded. After the task ended: the file it wrote then. Any thread (blocks until
+        the file is written).
+
+        :raises OSError: if the file cannot be written.
+        """
+        with self._timeline_lock:
+            recorder = self._timeline
+            if not self._timeline_closed:  # a new recording may start later
+                self._timeline, self._timeline_settings = None, None
+        if recorder is None:
+            return None
+        path = recorder.stop()
+        return None if path is None else str(path)
+
     def _stop_timeline(self) -> None:
-        if self._timeline is None:
+        with self._timeline_lock:
+            self._timeline_closed = True
+            recorder = self._timeline
+        if recorder is None:
             return
         try:
-            self._timeline.stop()
+            recorder.stop()
         except OSError:  # the job's outcome does not depend on an experiment's file
             _LOG.exception("%s: writing the channel timeline %s failed", self.tdd.task_name_with_subtasks,
-                           self._timeline.path)
+                           recorder.path)
 
     def _release_resources(self, cause: Optional[BaseException]) -> None:
         """Give back every network buffer of a task that failed or was cancelled, before it

@@ -31,3 +31,15 @@ TASKMANAGER = {"id", "path", "dataPort", "jmxPort", "timeSinceLastHeartbeat", "s
                "totalResource", "freeResource", "hardware"}
 ERROR = {"errors"}
 BACKPRESSURE_LEVELS = {"ok", "low", "high"}
+CHECKPOINTING_STATISTICS = {"counts", "summary", "latest", "history"}
+CHECKPOINT_COUNTS = {"restored", "total", "in_progress", "completed", "failed"}
+CHECKPOINT_SUMMARY = {"checkpointed_size", "state_size", "end_to_end_duration", "alignment_buffered",
+                      "processed_data", "persisted_data"}
+STATS_SUMMARY = {"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
+LATEST_CHECKPOINTS = {"completed", "savepoint", "failed", "restored"}
+CHECKPOINT_STATISTICS = {"className", "id", "status", "is_savepoint", "savepointFormat", "trigger_timestamp",
+                         "latest_ack_timestamp", "checkpointed_size", "state_size", "end_to_end_duration",
+                         "alignment_buffered", "processed_data", "persisted_data", "num_subtasks",
+                         "num_acknowledged_subtasks", "checkpoint_type", "tasks"}
+COMPLETED_CHECKPOINT_STATISTICS = CHECKPOINT_STATISTICS | {"external_path", "discarded"}
+FAILED_CHECKPOINT_STATISTICS = CHECKPOINT_STATISTICS | {"failure_timestamp", "failure_message"}

@@ -227,9 +227,10 @@ def test_openapi_describes_every_route(embedded_rest):
         "/jobs/{jobid}/exceptions", "/jobs/{jobid}/vertices/{vertexid}",
         "/jobs/{jobid}/vertices/{vertexid}/backpressure", "/jobs/{jobid}/vertices/{vertexid}/watermarks",
         "/taskmanagers", "/metrics", "/jobs/{jobid}/savepoints", "/jobs/{jobid}/stop",
-        "/jobs/{jobid}/savepoints/{triggerid}", "/jobs/{jobid}/checkpoints",
+        "/jobs/{jobid}/savepoints/{triggerid}", "/jobs/{jobid}/checkpoints", "/jobs/{jobid}/channel-timelines",
     }
     assert "patch" in spec["paths"]["/jobs/{jobid}"] and "bearerAuth" in spec["components"]["securitySchemes"]
+    assert set(spec["paths"]["/jobs/{jobid}/channel-timelines"]) == {"post", "delete"}
 
 
 def test_the_endpoint_serves_one_address_and_jobs_reuse_it(embedded_rest):

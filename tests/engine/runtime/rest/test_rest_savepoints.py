@@ -15,9 +15,11 @@ from rill.common.configuration import ConfigOptions
 from rill.common.functions import MapFunction
 from rill.datastream import StreamExecutionEnvironment
 from rill.graph.states import JobStatus
-from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
+from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus, CheckpointStatsTracker
+from rill.runtime.rest import messages
 from rill.runtime.rest.auth import derive_bearer_token
 from rill.state.checkpoint.filesystem import resolve_checkpoint_pointer
+import flink_fields as F
 from rest_http import Http
 
 N = 3000
@@ -58,8 +60,8 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
     assert status == 401 and body["errors"][0].startswith("Savepoints need 'Authorization: Bearer <token>'")
     status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"target-directory": 7})
     assert (status, body) == (400, {"errors": ["target-directory must be a string, got 7"]})
-    status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"cancel-job": True})
-    assert status == 400 and "cancel-job=true (cancel with savepoint) is not built" in body["errors"][0]
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", auth, {"cancel-job": "yes"})
+    assert (status, body) == (400, {"errors": ["cancel-job must be a boolean, got 'yes'"]})
     status, body = http.request("POST", f"/jobs/{'0' * 32}/savepoints", auth, {})
     assert status == 404
     status, body = http.request("POST", f"/jobs/{job}/savepoints", auth,
@@ -86,13 +88,60 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
     stats = client.get_checkpoint_stats()
     body = http.poll(f"/jobs/{job}/checkpoints", lambda b: b["counts"]["total"] == stats.counts.number_of_total_checkpoints,
                      deadline_s=TIMEOUT_S)
-    assert body.keys() == {"counts", "summary", "latest", "history"}
+    assert body.keys() == F.CHECKPOINTING_STATISTICS and body["counts"].keys() == F.CHECKPOINT_COUNTS
+    assert body["summary"].keys() == F.CHECKPOINT_SUMMARY and body["latest"].keys() == F.LATEST_CHECKPOINTS
+    assert all(v.keys() == F.STATS_SUMMARY for v in body["summary"].values())
+    fields = {"COMPLETED": F.COMPLETED_CHECKPOINT_STATISTICS, "FAILED": F.FAILED_CHECKPOINT_STATISTICS}
+    assert body["history"] and all(h.keys() == fields[h["status"]] for h in body["history"])
+    assert body["latest"]["completed"].keys() == F.COMPLETED_CHECKPOINT_STATISTICS
     assert body["counts"] == {"restored": 0, "total": stats.counts.number_of_total_checkpoints,
                               "in_progress": 0, "completed": stats.counts.number_of_completed_checkpoints,
                               "failed": stats.counts.number_of_failed_checkpoints}
     assert [h["id"] for h in body["history"]] == [c.checkpoint_id for c in stats.history]
     assert body["latest"]["completed"]["external_path"] == stopped["operation"]["location"]
     assert body["summary"]["end_to_end_duration"].keys() == {"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
+
+
+def _cancel_with_savepoint(http: Http, token: str, client, tmp_path: Path) -> None:
+    """``"cancel-job": true``: the savepoint completes, then the job is CANCELED (Flink's
+    cancel-with-savepoint); no checkpoint follows the savepoint."""
+    job = client.get_job_id()
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", {"Authorization": f"Bearer {token}"},
+                                {"target-directory": str(tmp_path / "cancel"), "cancel-job": True})
+    assert status == 202 and list(body) == ["request-id"]
+    done = http.poll(f"/jobs/{job}/savepoints/{body['request-id']}", lambda b: b["status"]["id"] == "COMPLETED",
+                     deadline_s=TIMEOUT_S)
+    location = done["operation"]["location"]
+    assert Path(location).parent == tmp_path / "cancel"
+    savepoint_id = resolve_checkpoint_pointer(location).checkpoint_id
+    client.wait(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.CANCELED
+    assert http.poll(f"/jobs/{job}", lambda b: b["state"] == "CANCELED", deadline_s=TIMEOUT_S)["state"] == "CANCELED"
+    stats = client.get_checkpoint_stats()
+    assert max(c.checkpoint_id for c in stats.history) == savepoint_id
+    assert stats.latest_completed.external_path == location
+
+
+def test_cancel_with_savepoint_through_the_embedded_endpoint(embedded_rest, tmp_path):
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _slow_job(env)
+    client = env.execute_async("rest cancel with savepoint")
+    _wait_running(client)
+    _cancel_with_savepoint(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(), client, tmp_path)
+
+
+def test_cancel_with_savepoint_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path):
+    http, _proc = cluster_rest
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _slow_job(env)
+    client = env.execute_async("cluster rest cancel with savepoint")
+    _wait_running(client)
+    _cancel_with_savepoint(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client, tmp_path)
 
 
 def test_savepoints_through_the_embedded_endpoint(embedded_rest, tmp_path):
@@ -126,3 +175,19 @@ def test_checkpoint_statistics_of_a_job_without_checkpointing_are_404(embedded_r
     client.get_job_execution_result().result(TIMEOUT_S)
     status, body = Http(client.get_web_interface_url()).request("GET", f"/jobs/{client.get_job_id()}/checkpoints")
     assert (status, body) == (404, {"errors": [f"Checkpointing is not enabled for job {client.get_job_id()}"]})
+
+
+def test_a_failed_checkpoint_carries_flinks_failed_fields():
+    """``FailedCheckpointStatistics``: ``failure_timestamp`` (the trigger plus the end-to-end
+    duration the tracker ended at the failure) and ``failure_message``; no completed fields."""
+    tracker = CheckpointStatsTracker()
+    tracker.report_pending_checkpoint(7, 1_000, 3)
+    tracker.report_failed_checkpoint(7, 1_250, "Checkpoint expired before completing.")
+    body = messages.checkpointing_statistics(tracker.create_snapshot())
+    [failed] = body["history"]
+    assert failed.keys() == F.FAILED_CHECKPOINT_STATISTICS and body["latest"]["failed"] == failed
+    assert (failed["className"], failed["id"], failed["status"], failed["trigger_timestamp"],
+            failed["end_to_end_duration"], failed["failure_timestamp"], failed["failure_message"]) == (
+        ".FailedCheckpointStatistics", 7, "FAILED", 1_000, 250, 1_250, "Checkpoint expired before completing.")
+    assert body["counts"] == {"restored": 0, "total": 1, "in_progress": 0, "completed": 0, "failed": 1}
+    assert body["latest"]["completed"] is None
