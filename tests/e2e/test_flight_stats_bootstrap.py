@@ -26,6 +26,7 @@ from pyspark import cloudpickle as spark_cloudpickle
 
 from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.examples import flight_stats
+from rill.runtime.errors import JobExecutionException
 from rill.state import ValueStateDescriptor
 from rill.state_processor import KeyedStateBootstrapFunction, OperatorTransformation, SavepointWriter
 
@@ -63,14 +64,25 @@ def flights_subset(tmp_path_factory, flights_path) -> str:
     return str(path)
 
 
+def _bootstrap(spark, path: Path, figures, uid: str = "carrier-stats", max_parallelism: int = 128) -> str:
+    df = spark.createDataFrame([(c, *f) for c, f in figures.items()],
+                               "carrier string, flights long, delay_sum long, delayed long, worst int")
+    transformation = OperatorTransformation.bootstrap_with(df.coalesce(1)).key_by("carrier").transform(
+        CarrierFigures())
+    return SavepointWriter.new_savepoint(spark, max_parallelism).with_operator(uid, transformation).write(str(path))
+
+
 @pytest.fixture(scope="module")
 def savepoint(spark, tmp_path_factory) -> str:
-    figures = spark.createDataFrame([(c, *f) for c, f in FIGURES.items()],
-                                    "carrier string, flights long, delay_sum long, delayed long, worst int")
-    path = str(tmp_path_factory.mktemp("bootstrap") / "savepoint-carriers")
-    transformation = OperatorTransformation.bootstrap_with(figures.coalesce(1)).key_by("carrier").transform(
-        CarrierFigures())
-    return SavepointWriter.new_savepoint(spark, 128).with_operator("carrier-stats", transformation).write(path)
+    return _bootstrap(spark, tmp_path_factory.mktemp("bootstrap") / "savepoint-carriers", FIGURES)
+
+
+@pytest.fixture(scope="module")
+def mismatched(spark, tmp_path_factory) -> Dict[str, str]:
+    """Savepoints the main job cannot restore: another max parallelism, a uid it does not have."""
+    base = tmp_path_factory.mktemp("mismatched")
+    return {"max parallelism": _bootstrap(spark, base / "max-p", {"UA": (1, 0, 0, None)}, max_parallelism=256),
+            "unknown uid": _bootstrap(spark, base / "uid", {"UA": (1, 0, 0, None)}, uid="carrier-statistics")}
 
 
 def _add(s: Stats, delay: Optional[int]) -> Stats:
@@ -123,3 +135,19 @@ def test_rill_run_from_savepoint_continues_from_the_bootstrapped_figures(tmp_pat
         cwd=tmp_path, capture_output=True, text=True, timeout=180, env={**os.environ, "RILL_CACHE_DIR": str(cache_dir)})
     assert proc.returncode == 0, proc.stderr
     assert _stats_lines(out) == expected
+
+
+@pytest.mark.parametrize("case,message", [
+    ("max parallelism", r"failed during deployment: The maximum parallelism \(256\) with which the latest checkpoint "
+                        r"of the execution job vertex Carrier Stats .* and the current maximum parallelism \(128\) "
+                        r"changed"),
+    ("unknown uid", r"Cannot map checkpoint/savepoint state for operator [0-9a-f]{32}, uid 'carrier-statistics'"),
+])
+def test_a_bootstrapped_savepoint_the_job_cannot_take_fails_its_start_with_the_rule(env, tmp_path, mismatched,
+                                                                                  flights_subset, case, message):
+    out = tmp_path / "out"
+    env.get_configuration().set_string("execution.state-recovery.path", mismatched[case])
+    flight_stats.configure(env, ["--input", flights_subset, "--output", str(out)])
+    with pytest.raises(JobExecutionException, match=message):
+        env.execute("main job from a savepoint it cannot restore")
+    assert _stats_lines(out) == []
