@@ -217,7 +217,8 @@ class StateBootstrapTransformation:
         max_parallelism = self.get_max_parallelism(global_max_parallelism)
         who = f"uid {uid!r}" if uid is not None else f"operator id {operator_id}"
         rdd = self.dataframe.rdd
-        parallelism = 1 if self.kind == "broadcast" else rdd.getNumPartitions()
+        # an empty DataFrame may have no partition: the operator still has one (empty) subtask
+        parallelism = 1 if self.kind == "broadcast" else max(1, rdd.getNumPartitions())
         if parallelism > max_parallelism:
             raise ValueError(f"with_operator({who}): the DataFrame has {parallelism} partitions, more than the "
                              f"operator's max parallelism {max_parallelism} (each partition is a subtask); "
