@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from rill.common.functions import RuntimeContext
 from rill.operators.checkpointed_function import (
@@ -35,9 +35,15 @@ from rill.state_processor.bootstrap_functions import (
     StateBootstrapFunction,
 )
 
-__all__ = ["BootstrapTask", "NeverFireProcessingTimeService", "BootstrapRuntimeContext",
+__all__ = ["BootstrapError", "BootstrapTask", "NeverFireProcessingTimeService", "BootstrapRuntimeContext",
            "write_keyed_subtask", "write_operator_state_subtask", "write_broadcast_subtask",
            "rewrite_subtask"]
+
+class BootstrapError(RuntimeError):
+    """Writing an operator's state on Spark failed: a key selector or bootstrap function raised,
+    or a value did not fit its declared type. The message names the operator and the row or
+    value; the executor's error is the cause."""
+
 
 #: ``(subtask index, the handle's description as _metadata stores it)``
 SubtaskResult = Tuple[int, Dict[str, Any]]
@@ -210,17 +216,31 @@ class _KeyedContext(KeyedStateBootstrapFunction.Context):
         return self._backend.get_current_key()
 
 
-class _OperatorContext(StateBootstrapFunction.Context, BroadcastStateBootstrapFunction.Context):
+class _OperatorContext(StateBootstrapFunction.Context):
+    __slots__ = ()
+
+    def current_processing_time(self) -> int:
+        return int(time.time() * 1000)
+
+
+class _BroadcastContext(_OperatorContext, BroadcastStateBootstrapFunction.Context):
     __slots__ = ("_backend",)
 
     def __init__(self, backend: DefaultOperatorStateBackend) -> None:
         self._backend = backend
 
-    def current_processing_time(self) -> int:
-        return int(time.time() * 1000)
-
     def get_broadcast_state(self, descriptor: Any) -> Any:
         return self._backend.get_broadcast_state(descriptor)
+
+
+def _process(task: BootstrapTask, rows: Iterable[Any], process: Callable[[Any], None]) -> None:
+    """``process`` each row; a failure names the operator, the function and the row."""
+    for row in rows:
+        try:
+            process(row)
+        except Exception as e:
+            raise BootstrapError(f"with_operator({task.name}): {type(task.function).__name__}.process_element "
+                                 f"failed on the row {row!r}: {type(e).__name__}: {e}") from e
 
 
 def write_keyed_subtask(task: BootstrapTask, index: int, items: Iterable[Tuple[Any, Any]]) -> SubtaskResult:
@@ -237,10 +257,13 @@ def write_keyed_subtask(task: BootstrapTask, index: int, items: Iterable[Tuple[A
     function: KeyedStateBootstrapFunction = task.function
     ctx = _KeyedContext(SimpleTimerService(service), backend)
     function.open(BootstrapRuntimeContext(task, index, task.parallelism, backend))
+
+    def process(item: Tuple[Any, Any]) -> None:
+        backend.set_current_key(item[0])
+        function.process_element(item[1], ctx)
+
     try:
-        for key, row in items:
-            backend.set_current_key(key)
-            function.process_element(row, ctx)
+        _process(task, items, process)
     finally:
         function.close()
     keyed = backend.snapshot()
@@ -261,10 +284,9 @@ def write_operator_state_subtask(task: BootstrapTask, index: int, rows: Iterable
     function: StateBootstrapFunction = task.function
     function.initialize_state(StateInitializationContextImpl(False, backend, None))
     function.open(BootstrapRuntimeContext(task, index, task.parallelism, None))
-    ctx = _OperatorContext(backend)
+    ctx = _OperatorContext()
     try:
-        for row in rows:
-            function.process_element(row, ctx)
+        _process(task, rows, lambda row: function.process_element(row, ctx))
         snapshot_function_state(function, task.checkpoint_id, task.timestamp)
     finally:
         function.close()
@@ -277,10 +299,9 @@ def write_broadcast_subtask(task: BootstrapTask, rows: Iterable[Any]) -> Subtask
     backend = DefaultOperatorStateBackend(f"Bootstrap({task.name})")
     function: BroadcastStateBootstrapFunction = task.function
     function.open(BootstrapRuntimeContext(task, 0, 1, None))
-    ctx = _OperatorContext(backend)
+    ctx = _BroadcastContext(backend)
     try:
-        for row in rows:
-            function.process_element(row, ctx)
+        _process(task, rows, lambda row: function.process_element(row, ctx))
     finally:
         function.close()
     return task.write(0, OperatorSubtaskState(task.checkpoint_id, operator_state=backend.snapshot()))

@@ -38,6 +38,7 @@ from rill.state_processor.bootstrap_functions import (
     StateBootstrapFunction,
 )
 from rill.state_processor.bootstrap_tasks import (
+    BootstrapError,
     BootstrapTask,
     SubtaskResult,
     write_broadcast_subtask,
@@ -47,12 +48,6 @@ from rill.state_processor.bootstrap_tasks import (
 
 __all__ = ["OperatorTransformation", "OneInputOperatorTransformation", "KeyedOperatorTransformation",
            "StateBootstrapTransformation", "BootstrapError", "check_max_parallelism"]
-
-
-class BootstrapError(RuntimeError):
-    """Writing an operator's state on Spark failed: a key selector or bootstrap function raised,
-    or a value did not fit its declared type. The message names the operator and the row or
-    value; the Spark error is the cause."""
 
 
 def check_max_parallelism(max_parallelism: Any, where: str) -> int:
@@ -274,9 +269,9 @@ def _python_error(error: BaseException) -> str:
     exception's type and message), or the exception itself."""
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     for line in reversed(lines):
-        head = line.split(":", 1)[0]
+        head, _, message = line.partition(":")
         if head.endswith(("Error", "Exception")) and not head.startswith(("org.", "java.", "py4j")):
-            return line
+            return f"{head.rsplit('.', 1)[-1]}:{message}"  # the class without its module path
     return f"{type(error).__name__}: {lines[-1] if lines else error!r}"
 
 

@@ -77,6 +77,13 @@ class Offsets(StateBootstrapFunction):
         self.seen.update([f"{context.get_checkpoint_id()}:{len(self.buffer)}"])
 
 
+class FailingOffsets(Offsets):
+    def process_element(self, value, ctx):
+        if value.delay > 30:
+            raise ValueError(f"a delay of {value.delay} is too long")
+        super().process_element(value, ctx)
+
+
 class Rules(BroadcastStateBootstrapFunction):
     def process_element(self, value, ctx):
         rules = ctx.get_broadcast_state(MapStateDescriptor("rules", Types.STRING(), Types.LONG()))
@@ -188,11 +195,17 @@ def test_errors_name_the_operator_the_value_and_the_rule(df, spark, tmp_path):
         SavepointWriter.new_savepoint(spark, "rocksdb", 128)
 
     bad = OperatorTransformation.bootstrap_with(df).key_by(lambda row: 1 / (row.delay or 0)).transform(CarrierBootstrap())
-    with pytest.raises(BootstrapError, match=r"with_operator\(uid 'carriers'\): writing the state on Spark failed: .*"
-                                             r"the key selector .* failed on the row Row\(carrier='AA', flights=7, "
+    with pytest.raises(BootstrapError, match=r"with_operator\(uid 'carriers'\): writing the state on Spark failed: "
+                                             r"BootstrapError: with_operator\(uid 'carriers'\): the key selector .* failed on the row Row\(carrier='AA', flights=7, "
                                              r"delay=0\): ZeroDivisionError"):
         SavepointWriter.new_savepoint(spark, 128).with_operator("carriers", bad).write(str(tmp_path / "c"))
     assert not (tmp_path / "c" / "_metadata").exists()
+    failing = OperatorTransformation.bootstrap_with(df).transform(FailingOffsets())
+    with pytest.raises(BootstrapError, match=r"with_operator\(uid 'offsets'\): writing the state on Spark failed: "
+                                             r"BootstrapError: with_operator\(uid 'offsets'\): FailingOffsets.process_element "
+                                             r"failed on the row Row\(carrier='UA', flights=2, delay=40\): "
+                                             r"ValueError: a delay of 40 is too long"):
+        SavepointWriter.new_savepoint(spark, 128).with_operator("offsets", failing).write(str(tmp_path / "e"))
 
     path = str(tmp_path / "d")
     SavepointWriter.new_savepoint(spark, 128).with_operator("carriers", _keyed(df)).write(path)
