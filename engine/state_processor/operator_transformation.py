@@ -9,15 +9,15 @@
 
 Without ``key_by``, ``transform`` takes a ``StateBootstrapFunction`` (operator list / union
 state, one subtask per partition of the DataFrame) or a ``BroadcastStateBootstrapFunction``
-(broadcast state, one subtask).
+(broadcast state, one subtask, as Flink's).
 
 The write runs on the Spark executors (:meth:`StateBootstrapTransformation.write_operator_state`):
 a keyed bootstrap computes each row's key and its key group with Rill's
 ``KeyGroupRangeAssignment`` (:func:`~rill.state.key_groups.assign_to_key_group`), shuffles the
 rows to one Spark partition per subtask (its key-group range) and each partition writes its
 subtask's files (:mod:`rill.state_processor.bootstrap_tasks`). The operator's parallelism is the
-DataFrame's number of partitions (Flink: the input's parallelism); repartition the DataFrame to
-choose it.
+DataFrame's number of partitions (Flink: the input's parallelism), at most its max parallelism
+(Flink's ``StateBootstrapTransformation`` caps it so); repartition the DataFrame to choose it.
 """
 
 from __future__ import annotations
@@ -204,20 +204,18 @@ class StateBootstrapTransformation:
         executors (one Spark job) and return its metadata entry (Flink's
         ``writeOperatorState``).
 
-        :raises ValueError: if the DataFrame has more partitions than the operator's max
-            parallelism (a keyed or operator-state bootstrap).
         :raises BootstrapError: if the key selector, the function or the writer failed on an
             executor.
         """
         max_parallelism = self.get_max_parallelism(global_max_parallelism)
         who = f"uid {uid!r}" if uid is not None else f"operator id {operator_id}"
         rdd = self.dataframe.rdd
-        # an empty DataFrame may have no partition: the operator still has one (empty) subtask
-        parallelism = 1 if self.kind == "broadcast" else max(1, rdd.getNumPartitions())
-        if parallelism > max_parallelism:
-            raise ValueError(f"with_operator({who}): the DataFrame has {parallelism} partitions, more than the "
-                             f"operator's max parallelism {max_parallelism} (each partition is a subtask); "
-                             f"repartition it or set a larger max parallelism")
+        # an empty DataFrame may have no partition: the operator still has one (empty) subtask;
+        # more partitions than key groups are merged, as Flink caps the parallelism at the max
+        partitions = max(1, rdd.getNumPartitions())
+        parallelism = 1 if self.kind == "broadcast" else min(partitions, max_parallelism)
+        if self.kind == "operator" and partitions > parallelism:
+            rdd = rdd.coalesce(parallelism)
         task = BootstrapTask(directory, operator_id, uid, parallelism, max_parallelism, self.function,
                              checkpoint_id, timestamp, self.key_type)
         if self.kind == "keyed":

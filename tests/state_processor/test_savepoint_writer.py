@@ -137,17 +137,18 @@ def test_keyed_state_and_timers_round_trip_typed_with_the_checkpoint_layout(df, 
 def test_operator_list_union_and_broadcast_state_then_an_existing_savepoint_changed(df, spark, tmp_path):
     first, second = str(tmp_path / "first"), str(tmp_path / "second")
     (SavepointWriter.new_savepoint(spark, 128)
-        .with_operator(OperatorIdentifier.for_uid("offsets"), OperatorTransformation.bootstrap_with(df).transform(Offsets()))
+        # two partitions, max parallelism 1: one subtask (Flink caps the parallelism at the max)
+        .with_operator(OperatorIdentifier.for_uid("offsets"),
+                       OperatorTransformation.bootstrap_with(df).set_max_parallelism(1).transform(Offsets()))
         .with_operator("rules", OperatorTransformation.bootstrap_with(df).transform(Rules()))
         .with_operator("carriers", _keyed(df))
         .write(first))
     reader = SavepointReader.read(spark, first)
-    seen = [r.value.split(":") for r in reader.read_union_state("offsets", "seen", Types.STRING()).collect()]
-    assert [cid for cid, _ in seen] == ["0", "0"] and sum(int(n) for _, n in seen) == len(ROWS)  # one per subtask
+    assert [r.value for r in reader.read_union_state("offsets", "seen", Types.STRING()).collect()] == ["0:6"]
     rules = reader.read_broadcast_state("rules", "rules", Types.STRING(), Types.LONG()).collect()
     assert {r.key: r.value for r in rules} == {"UA": 10, "AA": 7, "DL": 5, "B6": 1}
-    assert {op.uid: op.parallelism for op in reader.metadata.operator_states.values()} == {
-        "offsets": 2, "rules": 1, "carriers": 2}
+    assert {op.uid: (op.parallelism, op.max_parallelism) for op in reader.metadata.operator_states.values()} == {
+        "offsets": (1, 1), "rules": (1, 128), "carriers": (2, 128)}
 
     # a source's split enumerator state (coordinator_state) goes with its operator, kept or renamed
     meta_file = tmp_path / "first" / "_metadata"
@@ -188,9 +189,8 @@ def test_errors_name_the_operator_the_value_and_the_rule(df, spark, tmp_path):
         writer.remove_operator("nope")
     with pytest.raises(KeyError, match=r"change_operator_identifier\(uid 'nope', uid 'x'\): the savepoint has no operator"):
         SavepointWriter.new_savepoint(spark, 128).change_operator_identifier("nope", "x").write(str(tmp_path / "a"))
-    with pytest.raises(ValueError, match=r"with_operator\(uid 'carriers'\): the DataFrame has 2 partitions, more than "
-                                         r"the operator's max parallelism 1"):
-        SavepointWriter.new_savepoint(spark, 1).with_operator("carriers", _keyed(df)).write(str(tmp_path / "b"))
+    with pytest.raises(ValueError, match=r"set_max_parallelism: max parallelism must be an int in \[1, 32768\], got 40000"):
+        OperatorTransformation.bootstrap_with(df).set_max_parallelism(40000)
     with pytest.raises(NotImplementedError, match="state backend 'rocksdb' is not built"):
         SavepointWriter.new_savepoint(spark, "rocksdb", 128)
 
