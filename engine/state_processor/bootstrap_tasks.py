@@ -233,14 +233,16 @@ class _BroadcastContext(_OperatorContext, BroadcastStateBootstrapFunction.Contex
         return self._backend.get_broadcast_state(descriptor)
 
 
-def _process(task: BootstrapTask, rows: Iterable[Any], process: Callable[[Any], None]) -> None:
-    """``process`` each row; a failure names the operator, the function and the row."""
+def _process(task: BootstrapTask, rows: Iterable[Any], process: Callable[[Any], None],
+             describe: Callable[[Any], str] = repr) -> None:
+    """``process`` each row; a failure names the operator, the function and the row
+    (``describe(row)``)."""
     for row in rows:
         try:
             process(row)
         except Exception as e:
             raise BootstrapError(f"with_operator({task.name}): {type(task.function).__name__}.process_element "
-                                 f"failed on the row {row!r}: {type(e).__name__}: {e}") from e
+                                 f"failed on the row {describe(row)}: {type(e).__name__}: {e}") from e
 
 
 def write_keyed_subtask(task: BootstrapTask, index: int, items: Iterable[Tuple[Any, Any]]) -> SubtaskResult:
@@ -263,7 +265,7 @@ def write_keyed_subtask(task: BootstrapTask, index: int, items: Iterable[Tuple[A
         function.process_element(item[1], ctx)
 
     try:
-        _process(task, items, process)
+        _process(task, items, process, lambda item: f"{item[1]!r} (key {item[0]!r})")
     finally:
         function.close()
     keyed = backend.snapshot()
