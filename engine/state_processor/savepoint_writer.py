@@ -179,12 +179,12 @@ class SavepointWriter:
         :raises BootstrapError: if writing an operator's state failed on Spark (the message names
             the operator and the executor's error).
         """
+        renamed = self._renamed_ids()
         fs, root = fsspec.core.url_to_fs(path)
         if fs.exists(root.rstrip("/") + "/" + METADATA_FILE_NAME):
             raise FileExistsError(f"SavepointWriter.write: {path} holds a snapshot already; write to a new directory")
         fs.makedirs(root, exist_ok=True)
         directory = path.rstrip("/")
-        renamed = self._renamed_ids()
         checkpoint_id = (NEW_SAVEPOINT_CHECKPOINT_ID if self._existing is None else self._existing.checkpoint_id)
         timestamp = int(time.time() * 1000)
         operators: Dict[str, OperatorState] = {}
@@ -230,9 +230,11 @@ class SavepointWriter:
         task = BootstrapTask(directory, oid, target.uid, op.parallelism, op.max_parallelism, None,
                              checkpoint_id, timestamp)
         handles = sorted(op.subtask_states.items())
-        results = collect(self.spark.sparkContext.parallelize(handles, max(len(handles), 1)).map(
-            lambda item: rewrite_subtask(task, item[0], item[1])),
-            f"change_operator_identifier({op.uid or op.operator_id}, {target})") if handles else []
+        results = []
+        if handles:
+            job = self.spark.sparkContext.parallelize(handles, len(handles)).map(
+                lambda item: rewrite_subtask(task, item[0], item[1]))
+            results = collect(job, f"change_operator_identifier({op.uid or op.operator_id}, {target})")
         return operator_state_of(oid, target.uid, op.parallelism, op.max_parallelism, directory, results,
                                  op.name, op.coordinator_state)
 
