@@ -31,10 +31,13 @@ runs the whole job.
 
 from __future__ import annotations
 
+import pickle
 import time
 from typing import Any, Dict, List, Optional, Tuple
 
+from rill.common.pickling import dumps
 from rill.operators.collect_sink import CollectSinkOperator
+from rill.runtime.cluster.shipping import local_modules_by_value
 from rill.operators.source_operator import SourceOperator
 from rill.runtime.deployment import TaskInformation
 from rill.runtime.spark.failures import embed_failure
@@ -55,10 +58,19 @@ def pointwise_targets(producer_parallelism: int, consumer_parallelism: int) -> L
     return [list(range(i * down // up, (i + 1) * down // up)) for i in range(up)]
 
 
-def _run(info: TaskInformation, pointwise, consumers, settings, splits, counters):
+def _ship(info: TaskInformation, pointwise, consumers, settings, splits) -> bytes:
+    """What the tasks of one vertex need, pickled once on the driver, with the program's own
+    modules (the ``__main__`` file, test modules) by value: a Spark executor cannot import them
+    (as a cluster task process cannot, see ``rill.runtime.cluster.shipping``)."""
+    with local_modules_by_value():
+        return dumps((info, pointwise, consumers, settings, splits))
+
+
+def _run(payload: bytes, counters):
     """The partition function of one vertex (pickled by Spark with cloudpickle)."""
     def run(index: int, records):
         started = time.monotonic()
+        info, pointwise, consumers, settings, splits = pickle.loads(payload)
         counts = [0, 0]
 
         def inputs():
@@ -125,9 +137,9 @@ class SparkPlan:
         head = v.stream_configs[v.head_node_id].operator_factory.operator
         if isinstance(head, SourceOperator):
             splits = assign_splits(head.source, p)
-            fn = _run(info, pointwise, consumers, self._settings, splits, self._counters)
+            fn = _run(_ship(info, pointwise, consumers, self._settings, splits), self._counters)
             return self.sc.parallelize(range(p), p).mapPartitionsWithIndex(fn, preservesPartitioning=False)
-        fn = _run(info, pointwise, consumers, self._settings, None, self._counters)
+        fn = _run(_ship(info, pointwise, consumers, self._settings, None), self._counters)
         inputs = []
         for stream_edge, job_edge in zip(v.in_edges, v.inputs):
             producer = job_edge.source.producer
