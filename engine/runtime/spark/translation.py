@@ -109,17 +109,24 @@ class SparkPlan:
         self._counters = counters
         self._rdds: Dict[Any, Any] = {}
         self._persisted: List[Any] = []
+        # readers of each vertex's output, counted before any RDD exists: PySpark pipelines an
+        # uncached parent's function into each child, so persisting after the children were
+        # built would still run the vertex once per reader
         self._uses: Dict[Any, int] = {v.get_id(): 0 for v in self.vertices}
-        self.finals: List[Any] = []
         for v in self.vertices:
-            self._rdds[v.get_id()] = self._vertex_rdd(v)
-        for v in self.vertices:
+            for job_edge in v.inputs:
+                self._uses[job_edge.source.producer.get_id()] += 1
             if not v.transitive_out_edges or _has_collect_sink(v):
                 self._uses[v.get_id()] += 1
-                self.finals.append(self._rdds[v.get_id()])
+        self.finals: List[Any] = []
         for v in self.vertices:
+            rdd = self._vertex_rdd(v)
             if self._uses[v.get_id()] > 1:
-                self._persisted.append(self._rdds[v.get_id()].persist())
+                rdd = rdd.persist()
+                self._persisted.append(rdd)
+            self._rdds[v.get_id()] = rdd
+            if not v.transitive_out_edges or _has_collect_sink(v):
+                self.finals.append(rdd)
 
     def _edges_out(self, v) -> Tuple[List[Optional[List[List[int]]]], List[int]]:
         pointwise, consumers = [], []
@@ -143,7 +150,6 @@ class SparkPlan:
         inputs = []
         for stream_edge, job_edge in zip(v.in_edges, v.inputs):
             producer = job_edge.source.producer
-            self._uses[producer.get_id()] += 1
             index = _index_of(producer.transitive_out_edges, stream_edge)
             inputs.append((producer, index, stream_edge))
         if len(inputs) == 1:
