@@ -2,6 +2,7 @@
 
     python -m bench.spark_target                          # WordCount 200,000 lines, main job 50,000 flights
     python -m bench.spark_target --lines 50000 --flights 20000 --repeat 3
+    python -m bench.spark_target --hot-key 10000000       # one key, 10 M records, 2 GB workers
 
 Two programs, each at parallelism 2, on the same bounded input:
 
@@ -86,12 +87,41 @@ def spark_session(master: str):
     return session
 
 
+def hot_key(records: int) -> None:
+    """``records`` records of one key, summed on Spark local[2] with every Python worker capped
+    at 2 GB (``spark.executor.pyspark.memory``: an address-space limit on the worker, so a
+    worker holding the key's records would fail); prints the time and whether the sum is right."""
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    if os.path.isdir(_JAVA_17):
+        os.environ["JAVA_HOME"] = _JAVA_17
+    session = (SparkSession.builder.master("local[2]").appName("rill-bench-hot-key")
+               .config("spark.ui.enabled", "false").config("spark.executor.pyspark.memory", "2g").getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    try:
+        env = environment("spark")
+        started = time.perf_counter()
+        result = list(env.from_sequence(1, records).map(lambda i: ("hot", i % 3)).key_by(lambda p: p[0]).sum(1)
+                      .execute_and_collect())
+        seconds = time.perf_counter() - started
+    finally:
+        session.stop()
+    expected = [("hot", sum(i % 3 for i in range(1, records + 1)))]
+    print(f"hot key: {records:,} records of one key on Spark local[2], Python workers capped at 2 GB: "
+          f"{seconds:.1f} s, {'correct' if result == expected else f'WRONG {result}'}")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--lines", type=int, default=200_000, help="WordCount input lines")
     parser.add_argument("--flights", type=int, default=50_000, help="flights of the main job's input")
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--hot-key", type=int, metavar="N", default=0,
+                        help="instead: sum N records of one key on local[2] within 2 GB per Python worker")
     args = parser.parse_args(argv)
+    if args.hot_key:
+        hot_key(args.hot_key)
+        return
     work = tempfile.mkdtemp(prefix="rill-spark-bench-")
     rng = random.Random(7)
     words = [f"w{i}" for i in range(1000)]

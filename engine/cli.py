@@ -233,7 +233,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     job_args(run)
     run.add_argument("--target", "-t", default=None,
                      help="where the job runs: embedded (default: execution.target), cluster (the cluster "
-                          "`rill cluster start` started here) or cluster://host:port")
+                          "`rill cluster start` started here), cluster://host:port, or spark (a bounded "
+                          "program in BATCH mode on Spark: the active SparkSession, else rill.spark.master, "
+                          "else local[N])")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-D", dest="dynamic_properties", action="append", default=[], metavar="KEY=VALUE",
                      type=_dynamic_property,
