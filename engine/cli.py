@@ -106,7 +106,8 @@ class _CliContext:
         on_cluster = not client.tasks_share_a_process
         if on_cluster:
             self.cluster_jobs.append(client)
-        where = client.get_cluster_address() if on_cluster else "the embedded cluster"
+        # a cluster's address, Spark's master (execution.target: spark), or this process
+        where = client.get_cluster_address() if hasattr(client, "get_cluster_address") else "the embedded cluster"
         print(f"rill: job '{client.get_job_name()}' ({client.get_job_id()}) submitted to {where}",
               file=sys.stderr, flush=True)
         if collect_channel is not None:

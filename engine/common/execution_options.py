@@ -11,7 +11,7 @@ from typing import Any
 from rill.common.configuration import ConfigOption, ConfigOptions, Configuration
 
 __all__ = ["RuntimeExecutionMode", "ExecutionOptions", "runtime_mode_of", "configured_runtime_mode",
-           "SPARK_TARGET", "runs_on_spark", "effective_runtime_mode"]
+           "SPARK_TARGET", "SparkOptions", "runs_on_spark", "effective_runtime_mode"]
 
 #: the ``execution.target`` that runs bounded programs on Spark (``rill.runtime.spark``)
 SPARK_TARGET = "spark"
@@ -45,6 +45,21 @@ class ExecutionOptions:
         "Records a keyed input of a BATCH job holds in memory per subtask before it spills them "
         "to local disk, partitioned by key group (Rill; Flink bounds its sorter with "
         "execution.sorted-inputs.memory).")
+
+
+class SparkOptions:
+    """Where and how ``execution.target: spark`` runs a job (Rill's; Flink has no Spark target).
+    Defined here, with the target, so that their ``RILL_*`` variables are read with the rest."""
+
+    MASTER = ConfigOption(
+        "rill.spark.master", "",
+        "Spark master of the session the Spark target starts when none is active (local[N], "
+        "spark://host:port, yarn...); empty: local[N] with N the number of CPUs. An active "
+        "SparkSession is used as it is.")
+    RECORDS_PER_SHUFFLE_BATCH = ConfigOption(
+        "rill.spark.records-per-batch", 1024,
+        "Records one Spark record of an exchange carries at most (an edge's batch to one "
+        "consumer subtask): Spark pays its per-record cost per batch.")
 
 
 def runtime_mode_of(value: Any, what: str = ExecutionOptions.RUNTIME_MODE.key) -> RuntimeExecutionMode:

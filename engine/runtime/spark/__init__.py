@@ -6,7 +6,7 @@ Only :mod:`rill.runtime.spark.runner` imports pyspark (the ``spark`` extra); imp
 package does not.
 """
 
-from rill.runtime.spark.options import SparkOptions
+from rill.common.execution_options import SparkOptions
 from rill.runtime.spark.support import UnsupportedOnSparkError, check_runs_on_spark
 
 __all__ = ["SparkOptions", "UnsupportedOnSparkError", "check_runs_on_spark"]

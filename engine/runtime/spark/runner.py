@@ -22,7 +22,7 @@ from rill.graph.states import JobStatus
 from rill.operators.collect_sink import get_channel
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.spark.failures import recover_failure
-from rill.runtime.spark.options import SparkOptions
+from rill.common.execution_options import SparkOptions
 from rill.runtime.spark.subtask import SubtaskSettings
 from rill.runtime.spark.support import check_runs_on_spark
 from rill.runtime.spark.translation import SparkPlan
@@ -160,6 +160,10 @@ class SparkJobClient:
 
     def get_web_interface_url(self) -> Optional[str]:
         return None
+
+    def get_cluster_address(self) -> str:
+        """Where the job runs, for messages: ``"Spark (master local[2])"``."""
+        return f"Spark (master {self.spark_master})"
 
 
 def _summaries(job_graph, counters: Dict[str, Tuple[int, int, float]]) -> List[VertexSummary]:
