@@ -44,7 +44,7 @@ from test_batch_mode import (
     word_count,
 )
 from rill.common import Configuration, Encoder, Types
-from rill.common.streamrecord import MAX_TIMESTAMP
+from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 from rill.datastream import (
     AggregateFunction,
     AsyncDataStream,
@@ -67,6 +67,7 @@ from rill.examples import flight_stats
 from rill.examples.data import flights_csv, weather_csv
 from rill.runtime.errors import JobExecutionException
 from rill.runtime.spark import UnsupportedOnSparkError
+from rill.runtime.spark.translation import pointwise_targets
 
 pytestmark = pytest.mark.spark
 
@@ -192,7 +193,7 @@ def keyed_broadcast(e):
 
 def expected_keyed_broadcast():
     factors = dict(FACTORS)
-    now = [("now", k, v, factors.get(k), -(2 ** 63)) for k, v, _ in EVENTS]
+    now = [("now", k, v, factors.get(k), MIN_TIMESTAMP) for k, v, _ in EVENTS]
     end = [("end", k, sum(x[1] for x in g), None if k not in factors else sum(x[1] for x in g) * factors[k])
            for k, g in by_key().items()]
     return now + end
@@ -228,6 +229,27 @@ def expected_rebalanced_sum():
         if x % 3:
             sums[x % 10] += x
     return list(sums.items())
+
+
+class Subtask(ProcessFunction):
+    """Tags each record with the subtask that processed it."""
+
+    def open(self, runtime_context):
+        self.index = runtime_context.get_index_of_this_subtask()
+
+    def process_element(self, value, ctx):
+        yield self.index, value
+
+
+def exchanges(e):
+    # FORWARD between two vertices (own partition), RESCALE 2 -> 4, SHUFFLE, GLOBAL, custom
+    return (e.from_sequence(1, 200).map(lambda x: x * 2).start_new_chain().rescale().map(lambda x: x + 1)
+            .set_parallelism(4).shuffle().filter(lambda x: x % 3).partition_custom(lambda k, n: k % n, lambda x: x)
+            .map(lambda x: x - 1).global_().process(Subtask()))
+
+
+def expected_exchanges():
+    return [(0, x * 2) for x in range(1, 201) if (x * 2 + 1) % 3]
 
 
 def expected_windows_all():
@@ -290,6 +312,7 @@ PROGRAMS = {
         lambda: [(lv, rv) for lv in LEFT for rv in RIGHT if lv[0] == rv[0] and lv[2] - 7 <= rv[2] <= lv[2] + 4]),
     "many_keys_in_few_key_groups": (many_keys, expected_many_keys),
     "rebalance_then_sum": (rebalanced_sum, expected_rebalanced_sum),
+    "forward_rescale_shuffle_custom_global": (exchanges, expected_exchanges),
 }
 
 
@@ -304,6 +327,13 @@ def test_program_gives_the_local_batch_output_on_spark(spark, name):
 
 def test_there_are_at_least_twenty_programs():
     assert len(PROGRAMS) >= 20
+
+
+def test_pointwise_edges_connect_as_flink_does():
+    assert pointwise_targets(2, 2) == [[0], [1]]
+    assert pointwise_targets(4, 2) == [[0], [0], [1], [1]]
+    assert pointwise_targets(2, 4) == [[0, 1], [2, 3]]
+    assert pointwise_targets(2, 3) == [[0], [1, 2]]
 
 
 # -- files: text and Parquet sources, FileSink -----------------------------------------------------
