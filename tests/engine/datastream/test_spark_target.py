@@ -54,7 +54,9 @@ from rill.datastream import (
     RuntimeExecutionMode,
     StreamExecutionEnvironment,
 )
-from rill.datastream.connectors import FileSink, FileSource, StreamFormat
+from rill.common.row import Row
+from rill.datastream.connectors import BucketAssigner, FileSink, FileSource, OutputFileConfig, StreamFormat
+from rill.datastream.formats.parquet import ParquetBulkWriters
 from rill.datastream.connectors.collection import CollectionSource
 from rill.datastream.connectors.source import Boundedness
 from rill.datastream.formats.parquet_input import ParquetColumnarRowInputFormat
@@ -356,19 +358,26 @@ def test_text_files_word_count_into_a_file_sink(spark, tmp_path):
     assert sorted(written) == sorted(f"{w},{n}" for w, n in words.items())
 
 
-def test_parquet_files_by_file(spark, tmp_path):
+def test_parquet_files_in_and_out(spark, tmp_path):
+    source_dir, out_dir = tmp_path / "in", tmp_path / "out"
+    source_dir.mkdir()
     for i in range(3):
         pq.write_table(pa.table({"carrier": [f"C{j % 4}" for j in range(i * 50, i * 50 + 50)],
-                                 "delay": list(range(i * 50, i * 50 + 50))}), tmp_path / f"f{i}.parquet")
+                                 "delay": list(range(i * 50, i * 50 + 50))}), source_dir / f"f{i}.parquet")
     row_type = Types.ROW_NAMED(["carrier", "delay"], [Types.STRING(), Types.LONG()])
     env = new_env(True)
-    source = FileSource.for_bulk_file_format(ParquetColumnarRowInputFormat(row_type), str(tmp_path)).build()
-    out = collect(env.from_source(source, source_name="parquet").map(lambda r: (r.carrier, r.delay))
-                  .key_by(lambda p: p[0]).sum(1))
+    source = FileSource.for_bulk_file_format(ParquetColumnarRowInputFormat(row_type), str(source_dir)).build()
+    sink = (FileSink.for_bulk_format(str(out_dir), ParquetBulkWriters.for_row_type(row_type))
+            .with_output_file_config(OutputFileConfig("part", ".parquet"))
+            .with_bucket_assigner(BucketAssigner.base_path_bucket_assigner()).build())
+    (env.from_source(source, source_name="parquet").key_by(lambda r: r.carrier)
+     .reduce(lambda a, b: Row(carrier=a.carrier, delay=a.delay + b.delay)).sink_to(sink))
+    run(env)
+    written = [row for f in sorted(out_dir.glob("part-*.parquet")) for row in pq.read_table(f).to_pylist()]
     sums = defaultdict(int)
     for j in range(150):
         sums[f"C{j % 4}"] += j
-    assert sorted(out) == sorted(sums.items())
+    assert sorted((r["carrier"], r["delay"]) for r in written) == sorted(sums.items())
 
 
 # -- the main job ---------------------------------------------------------------------------------
