@@ -13,13 +13,14 @@ from __future__ import annotations
 import glob
 import os
 import threading
+import time
 from collections import Counter, defaultdict
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from _ds_helpers import collect, run
+from _ds_helpers import collect, run, wait_until
 from test_batch_mode import (
     EVENTS,
     FACTORS,
@@ -67,7 +68,8 @@ from rill.datastream.window import (
 )
 from rill.examples import flight_stats
 from rill.examples.data import flights_csv, weather_csv
-from rill.runtime.errors import JobExecutionException
+from rill.graph.states import JobStatus
+from rill.runtime.errors import JobCancellationException, JobExecutionException
 from rill.runtime.spark import UnsupportedOnSparkError
 from rill.runtime.spark.translation import pointwise_targets
 
@@ -481,3 +483,27 @@ def test_the_target_comes_from_the_environment_variable(spark, monkeypatch):
     counts = word_count(env)
     assert env.get_stream_graph().runtime_mode is RuntimeExecutionMode.BATCH  # an unset mode: BATCH
     assert sorted(counts.execute_and_collect()) == sorted(Counter(w for line in LINES for w in line.split()).items())
+
+
+def test_cancel_stops_the_spark_job(spark, tmp_path):
+    started, release = tmp_path / "started", tmp_path / "release"
+
+    def hold(x):
+        # the user function waits for the test's release (or the cancellation that kills its task)
+        started.touch()
+        while not release.exists():
+            time.sleep(0.01)
+        return x
+
+    env = new_env(True)
+    env.from_sequence(1, 10).map(hold).print()
+    client = env.execute_async("held")
+    try:
+        assert wait_until(started.exists, timeout_s=60), "the job's task did not start"
+        assert client.get_job_status() is JobStatus.RUNNING
+        client.cancel().result(timeout=60)
+        assert client.get_job_status() is JobStatus.CANCELED
+        with pytest.raises(JobCancellationException, match=r"^Job 'held' \(\w{32}\) was cancelled\.$"):
+            client.get_job_execution_result().result(timeout=0)
+    finally:
+        release.touch()
