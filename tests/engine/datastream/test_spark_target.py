@@ -24,7 +24,6 @@ from _ds_helpers import collect, run, wait_until
 from test_batch_mode import (
     EVENTS,
     FACTORS,
-    KEYS,
     LINES,
     RATES,
     RULES,
