@@ -106,7 +106,8 @@ class _CliContext:
         on_cluster = not client.tasks_share_a_process
         if on_cluster:
             self.cluster_jobs.append(client)
-        where = client.get_cluster_address() if on_cluster else "the embedded cluster"
+        # a cluster's address, Spark's master (execution.target: spark), or this process
+        where = client.get_cluster_address() if hasattr(client, "get_cluster_address") else "the embedded cluster"
         print(f"rill: job '{client.get_job_name()}' ({client.get_job_id()}) submitted to {where}",
               file=sys.stderr, flush=True)
         if collect_channel is not None:
@@ -233,7 +234,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     job_args(run)
     run.add_argument("--target", "-t", default=None,
                      help="where the job runs: embedded (default: execution.target), cluster (the cluster "
-                          "`rill cluster start` started here) or cluster://host:port")
+                          "`rill cluster start` started here), cluster://host:port, or spark (a bounded "
+                          "program in BATCH mode on Spark: the active SparkSession, else rill.spark.master, "
+                          "else local[N])")
     run.add_argument("--no-progress", action="store_true", help="no progress bar")
     run.add_argument("-D", dest="dynamic_properties", action="append", default=[], metavar="KEY=VALUE",
                      type=_dynamic_property,

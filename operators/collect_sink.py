@@ -24,6 +24,7 @@ __all__ = [
     "CollectChannel",
     "CollectSinkOperator",
     "register_channel",
+    "register_channel_as",
     "get_channel",
     "release_channel",
     "register_remote_endpoint",
@@ -119,6 +120,21 @@ def register_channel(max_batches: int = 0) -> CollectChannel:
     channel = CollectChannel(uuid.uuid4().hex, max_batches)
     with _registry_lock:
         _registry[channel.channel_id] = channel
+    return channel
+
+
+def register_channel_as(channel_id: str) -> CollectChannel:
+    """Create and register an unbounded :class:`CollectChannel` under the id of a channel that
+    lives in another process: a Spark task's collect sink writes into it, and the task hands its
+    batches to the driver, which owns the real one (``rill.runtime.spark``).
+
+    :raises ValueError: if ``channel_id`` is already registered in this process.
+    """
+    channel = CollectChannel(channel_id)
+    with _registry_lock:
+        if channel_id in _registry:
+            raise ValueError(f"Collect channel {channel_id} is already registered in this process")
+        _registry[channel_id] = channel
     return channel
 
 

@@ -300,8 +300,9 @@ _JAVA_17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    """One local SparkSession (``local[1]``, UTC session time zone, warnings only) shared by every
-    Spark test of the run, stopped at its end. Starting one takes ~10 s: keep Spark tests on
+    """One local SparkSession (``local[2]``: Spark jobs of ``execution.target: spark`` run two
+    subtasks at once; UTC session time zone, warnings only) shared by every Spark test of the
+    run, stopped at its end. Starting one takes ~10 s: keep Spark tests on
     this fixture. pyspark is in the ``test`` extra: a missing one fails, it never skips."""
     from pyspark.sql import SparkSession  # noqa: PLC0415 - only the Spark tests start a JVM
 
@@ -310,7 +311,7 @@ def spark(tmp_path_factory):
     if Path(_JAVA_17).is_dir():
         os.environ["JAVA_HOME"] = _JAVA_17
     work = tmp_path_factory.mktemp("spark")
-    session = (SparkSession.builder.master("local[1]").appName("rill-tests")
+    session = (SparkSession.builder.master("local[2]").appName("rill-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", "1")

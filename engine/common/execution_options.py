@@ -8,9 +8,13 @@ from __future__ import annotations
 import enum
 from typing import Any
 
-from rill.common.configuration import ConfigOption, Configuration
+from rill.common.configuration import ConfigOption, ConfigOptions, Configuration
 
-__all__ = ["RuntimeExecutionMode", "ExecutionOptions", "runtime_mode_of", "configured_runtime_mode"]
+__all__ = ["RuntimeExecutionMode", "ExecutionOptions", "runtime_mode_of", "configured_runtime_mode",
+           "SPARK_TARGET", "SparkOptions", "runs_on_spark", "effective_runtime_mode"]
+
+#: the ``execution.target`` that runs bounded programs on Spark (``rill.runtime.spark``)
+SPARK_TARGET = "spark"
 
 
 class RuntimeExecutionMode(enum.Enum):
@@ -43,6 +47,21 @@ class ExecutionOptions:
         "execution.sorted-inputs.memory).")
 
 
+class SparkOptions:
+    """Where and how ``execution.target: spark`` runs a job (Rill's; Flink has no Spark target).
+    Defined here, with the target, so that their ``RILL_*`` variables are read with the rest."""
+
+    MASTER = ConfigOption(
+        "rill.spark.master", "",
+        "Spark master of the session the Spark target starts when none is active (local[N], "
+        "spark://host:port, yarn...); empty: local[N] with N the number of CPUs. An active "
+        "SparkSession is used as it is.")
+    RECORDS_PER_SHUFFLE_BATCH = ConfigOption(
+        "rill.spark.records-per-batch", 1024,
+        "Records one Spark record of an exchange carries at most (an edge's batch to one "
+        "consumer subtask): Spark pays its per-record cost per batch.")
+
+
 def runtime_mode_of(value: Any, what: str = ExecutionOptions.RUNTIME_MODE.key) -> RuntimeExecutionMode:
     """``value`` as a :class:`RuntimeExecutionMode`: the enum itself or its name in any case
     (``"batch"``, as Flink parses enum options).
@@ -68,3 +87,25 @@ def configured_runtime_mode(configuration: Configuration) -> RuntimeExecutionMod
     :raises ValueError: for a value that names no mode.
     """
     return runtime_mode_of(configuration.get(ExecutionOptions.RUNTIME_MODE))
+
+
+def runs_on_spark(configuration: Configuration) -> bool:
+    """Whether ``execution.target`` is ``spark``."""
+    return str(configuration.get(ConfigOptions.EXECUTION_TARGET)).strip() == SPARK_TARGET
+
+
+def effective_runtime_mode(configuration: Configuration) -> RuntimeExecutionMode:
+    """The mode a program's StreamGraph is generated in: the configured one, except that
+    ``execution.target: spark`` runs every program in ``BATCH`` (an unset mode, or
+    ``AUTOMATIC``, becomes ``BATCH``; an unbounded source then fails as BATCH refuses it).
+
+    :raises ValueError: for a mode that names no mode, or for ``STREAMING`` set explicitly
+        with the Spark target.
+    """
+    mode = configured_runtime_mode(configuration)
+    if not runs_on_spark(configuration):
+        return mode
+    if mode is RuntimeExecutionMode.STREAMING and configuration.contains_key(ExecutionOptions.RUNTIME_MODE.key):
+        raise ValueError(f"execution.target '{SPARK_TARGET}' runs bounded programs in BATCH mode; "
+                         f"'{ExecutionOptions.RUNTIME_MODE.key}' is set to STREAMING: set it to BATCH or AUTOMATIC")
+    return RuntimeExecutionMode.BATCH

@@ -12,6 +12,7 @@ from rill.common.execution_options import (
     ExecutionOptions,
     RuntimeExecutionMode,
     configured_runtime_mode,
+    effective_runtime_mode,
     runtime_mode_of,
 )
 from rill.common.execution_config import ExecutionConfig
@@ -335,7 +336,7 @@ class StreamExecutionEnvironment:
             list(self._transformations), job_name=job_name, chaining_enabled=self._chaining,
             default_parallelism=self._parallelism, default_max_parallelism=self._max_parallelism,
             default_buffer_timeout_ms=self._buffer_timeout_ms,
-            runtime_mode=configured_runtime_mode(self._config),
+            runtime_mode=effective_runtime_mode(self._config),
             batch_max_buffered_records=self._config.get(ExecutionOptions.SORTED_INPUTS_MAX_RECORDS),
         ).generate()
         if graph.runtime_mode is RuntimeExecutionMode.BATCH:

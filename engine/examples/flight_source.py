@@ -78,6 +78,9 @@ class ScheduledFlightsSource(Source):
     :param path: the flights.csv file (with its header line, which is skipped).
     """
 
+    #: its readers read only their month's byte ranges of the file (execution.target: spark)
+    runs_on_spark = True
+
     def __init__(self, path: str):
         self.path = os.path.abspath(path)  # the same file from every process of a cluster
 

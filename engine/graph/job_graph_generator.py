@@ -64,6 +64,8 @@ class StreamingJobGraphGenerator:
         self.stream_graph = stream_graph
         self.job_graph = JobGraph(stream_graph.job_name, job_id)
         self.job_graph.slot_sharing_group_resources = dict(stream_graph.slot_sharing_group_resources)
+        # Flink's JobType: the mode the StreamGraph was generated in
+        self.job_graph.job_type = stream_graph.runtime_mode.name
         self.hashes: Dict[int, bytes] = {}
         self.user_hashes: Dict[int, Optional[bytes]] = {}
         self.job_vertices: Dict[int, JobVertex] = {}

@@ -211,6 +211,10 @@ class Source:
     #: whether its readers count ``progress_units`` in bytes (files) rather than records; the
     #: progress bar's unit
     progress_units_are_bytes: bool = False
+    #: whether ``execution.target: spark`` may run it: its enumerator runs on the Spark driver
+    #: and its readers in Spark tasks with the splits assigned to their subtask, reading
+    #: nothing but the split (collections, sequences, files); others are refused, named
+    runs_on_spark: bool = False
     #: sources are immutable factories: subtasks in one process share the object (see
     #: ``SimpleOperatorFactory``) and each creates its own reader
     _rill_shared_plan_object = True

@@ -49,6 +49,7 @@ class CollectionSource(Source):
     """
 
     non_parallel = True
+    runs_on_spark = True
 
     def __init__(self, elements: Sequence[Any]):
         self.elements = list(elements)
@@ -78,6 +79,8 @@ class NumberSequenceSource(Source):
 
     :raises ValueError: if ``end < start``.
     """
+
+    runs_on_spark = True
 
     def __init__(self, start: int, end: int):
         if end < start:

@@ -218,6 +218,7 @@ class FileSource(Source):
     """
 
     progress_units_are_bytes = True
+    runs_on_spark = True
 
     def __init__(self, paths: Sequence[str], stream_format, split_size_bytes: int = 4 << 20,
                  file_enumerator: Optional[FileEnumeratorProvider] = None):

@@ -18,6 +18,7 @@ the job graph is built, so they do not depend on this at all.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -29,7 +30,7 @@ import cloudpickle
 from rill.common.pickling import dumps
 from rill.operators.factory import OperatorSerializationError
 
-__all__ = ["ship_job_graph", "local_modules", "enter_working_directory"]
+__all__ = ["ship_job_graph", "local_modules", "local_modules_by_value", "enter_working_directory"]
 
 log = logging.getLogger("rill.cluster.shipping")
 
@@ -76,14 +77,14 @@ def local_modules() -> Iterable:
             yield module
 
 
-def ship_job_graph(job_graph) -> bytes:
-    """The JobGraph as bytes a cluster process can load.
+@contextlib.contextmanager
+def local_modules_by_value():
+    """Within the block, cloudpickle pickles the :func:`local_modules` by value (what a process
+    that cannot import them needs: a cluster task, a Spark executor).
 
-    :raises OperatorSerializationError: naming the operator whose function cannot be pickled
-        (a lock, an open socket, a generator ...), before anything is sent.
+    cloudpickle's by-value registry is process-wide: registering only for the block keeps a
+    later embedded job in the same process pickling its functions by reference, as before.
     """
-    # cloudpickle's by-value registry is process-wide: registering only for this call keeps a
-    # later embedded job in the same process pickling its functions by reference, as before.
     already = set(cloudpickle.list_registry_pickle_by_value())
     registered = []
     for module in local_modules():
@@ -95,6 +96,19 @@ def ship_job_graph(job_graph) -> bytes:
         except (ValueError, TypeError):
             pass  # not a regular module (namespace package, builtin)
     try:
+        yield
+    finally:
+        for module in registered:
+            cloudpickle.unregister_pickle_by_value(module)
+
+
+def ship_job_graph(job_graph) -> bytes:
+    """The JobGraph as bytes a cluster process can load.
+
+    :raises OperatorSerializationError: naming the operator whose function cannot be pickled
+        (a lock, an open socket, a generator ...), before anything is sent.
+    """
+    with local_modules_by_value():
         try:
             return dumps(job_graph)  # code keeps its file name: remote tracebacks name the program's lines
         except Exception as e:  # noqa: BLE001 - cloudpickle raises many kinds
@@ -107,6 +121,3 @@ def ship_job_graph(job_graph) -> bytes:
         raise OperatorSerializationError(
             f"Job '{job_graph.get_name()}' cannot be serialized for the cluster: "
             f"{type(error).__name__}: {error}") from error
-    finally:
-        for module in registered:
-            cloudpickle.unregister_pickle_by_value(module)
