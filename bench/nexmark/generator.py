@@ -29,7 +29,6 @@ from typing import Iterator, List
 from bench.nexmark.config import (AUCTION_ID_LEAD, FIRST_AUCTION_ID, FIRST_CATEGORY_ID, FIRST_PERSON_ID,
                                   HOT_AUCTION_RATIO, HOT_BIDDER_RATIO, HOT_SELLER_RATIO, NUM_CATEGORIES,
                                   PERSON_ID_LEAD, NexmarkConfiguration)
-from bench.nexmark.model import Auction, Bid, Person
 
 __all__ = ["block_events", "num_blocks", "generate_block", "generate_events"]
 
@@ -87,7 +86,7 @@ def _other_person(rand, last_person: int, config: NexmarkConfiguration) -> int:
     return num_people - active + int(rand() * (active + PERSON_ID_LEAD))
 
 
-def _person(rand, event_id: int, ts: int, config: NexmarkConfiguration) -> Person:
+def _person(rand, event_id: int, ts: int, config: NexmarkConfiguration) -> tuple:
     pid = config.last_base0_person_id(event_id) + FIRST_PERSON_ID
     name = f"{_FIRST_NAMES[int(rand() * len(_FIRST_NAMES))]} {_LAST_NAMES[int(rand() * len(_LAST_NAMES))]}"
     email = f"{_string(rand, 7)}@{_string(rand, 5)}.com"
@@ -95,10 +94,10 @@ def _person(rand, event_id: int, ts: int, config: NexmarkConfiguration) -> Perso
     city = _US_CITIES[int(rand() * len(_US_CITIES))]
     state = _US_STATES[int(rand() * len(_US_STATES))]
     size = 8 + len(name) + len(email) + len(card) + len(city) + len(state)
-    return Person(pid, name, email, card, city, state, ts, _extra(rand, size, config.avg_person_byte_size))
+    return pid, name, email, card, city, state, ts, _extra(rand, size, config.avg_person_byte_size)
 
 
-def _auction(rand, event_id: int, adjusted: int, ts: int, config: NexmarkConfiguration) -> Auction:
+def _auction(rand, event_id: int, adjusted: int, ts: int, config: NexmarkConfiguration) -> tuple:
     aid = config.last_base0_auction_id(event_id) + FIRST_AUCTION_ID
     last_person = config.last_base0_person_id(event_id)
     if int(rand() * config.hot_sellers_ratio) > 0:
@@ -116,12 +115,12 @@ def _auction(rand, event_id: int, adjusted: int, ts: int, config: NexmarkConfigu
     description = _string(rand, 100)
     reserve = initial_bid + _price(rand)
     size = 8 + len(item_name) + len(description) + 8 + 8 + 8 + 8 + 8
-    return Auction(aid, item_name, description, initial_bid, reserve, ts, expires, seller + FIRST_PERSON_ID,
-                   category, _extra(rand, size, config.avg_auction_byte_size))
+    return (aid, item_name, description, initial_bid, reserve, ts, expires, seller + FIRST_PERSON_ID,
+            category, _extra(rand, size, config.avg_auction_byte_size))
 
 
-def generate_block(config: NexmarkConfiguration, block: int) -> List[object]:
-    """The events of block ``block`` (event numbers ``block * B .. min((block + 1) * B,
+def generate_block(config: NexmarkConfiguration, block: int) -> List[tuple]:
+    """The events (plain tuples in the field order of :mod:`bench.nexmark.model`) of block ``block`` (event numbers ``block * B .. min((block + 1) * B,
     num_events) - 1`` with ``B = block_events(config)``), in generation order.
 
     :raises IndexError: for a block outside ``0 .. num_blocks(config) - 1``.
@@ -140,7 +139,6 @@ def generate_block(config: NexmarkConfiguration, block: int) -> List[object]:
     in_flight, active_people = config.num_in_flight_auctions, config.num_active_people
     avg_bid = config.avg_bid_byte_size
     text, text_room = _TEXT, len(_TEXT) - avg_bid * 2
-    new_bid = Bid._make
     out = []
     append = out.append
     for n in range(lo, hi):
@@ -183,11 +181,11 @@ def generate_block(config: NexmarkConfiguration, block: int) -> List[object]:
             extra = text[start:start + desired - delta + int(rand() * 2 * delta)]
         else:
             extra = ""
-        append(new_bid((auction + FIRST_AUCTION_ID, bidder + FIRST_PERSON_ID, price, channel, url, ts, extra)))
+        append((auction + FIRST_AUCTION_ID, bidder + FIRST_PERSON_ID, price, channel, url, ts, extra))
     return out
 
 
-def generate_events(config: NexmarkConfiguration) -> Iterator[object]:
+def generate_events(config: NexmarkConfiguration) -> Iterator[tuple]:
     """Every event of ``config`` in generation order (what one source subtask emits): the
     input of the plain-Python reference computations."""
     for block in range(num_blocks(config)):

@@ -25,7 +25,7 @@ q12    bids per bidder per 10 s processing-time window              ``(bidder, c
 =====  ===========================================================  ==========================
 
 A *winning bid* (q4, q6; nexmark-flink's q4 SQL): the highest price among an auction's bids
-with ``auction.date_time <= bid.date_time <= auction.expires``; an auction without such a bid
+with ``auction[A_DATE_TIME] <= bid[B_DATE_TIME] <= auction[A_EXPIRES]``; an auction without such a bid
 has none. An auction closes when the watermark passes its ``expires``. q4's and q6's running
 figures take the closed auctions of a key in ``(expires, auction id)`` order, so their outputs
 do not depend on the parallelism.
@@ -44,7 +44,9 @@ from rill.datastream.window import (EventTimeSessionWindows, ProcessWindowFuncti
                                     TumblingEventTimeWindows, TumblingProcessingTimeWindows)
 
 from bench.nexmark.config import NexmarkConfiguration
-from bench.nexmark.model import Auction, Bid, Person
+from bench.nexmark.model import (A_CATEGORY, A_DATE_TIME, A_EXPIRES, A_ID, A_SELLER, AUCTION_LEN, B_AUCTION,
+                                 B_BIDDER, B_DATE_TIME, B_EXTRA, B_PRICE, BID_LEN, P_CITY, P_ID, P_NAME, P_STATE,
+                                 PERSON_LEN, is_auction, is_bid)
 
 __all__ = ["QUERIES", "build_query"]
 
@@ -52,26 +54,14 @@ _Q3_STATES = frozenset(("OR", "ID", "CA"))
 _Q3_CATEGORY = 10
 
 
-def _is_bid(event) -> bool:
-    return type(event) is Bid
-
-
-def _is_auction(event) -> bool:
-    return type(event) is Auction
-
-
-def _is_person(event) -> bool:
-    return type(event) is Person
-
-
 def _bids(events: DataStream) -> DataStream:
-    return events.filter(_is_bid).name("Bids")
+    return events.filter(is_bid).name("Bids")
 
 
 # -- q0, q1, q2: stateless ------------------------------------------------------------------
 
 def _q0_project(bid):
-    return bid.auction, bid.bidder, bid.price, bid.date_time, bid.extra
+    return bid[B_AUCTION], bid[B_BIDDER], bid[B_PRICE], bid[B_DATE_TIME], bid[B_EXTRA]
 
 
 def q0(events: DataStream, config: NexmarkConfiguration) -> DataStream:
@@ -80,7 +70,7 @@ def q0(events: DataStream, config: NexmarkConfiguration) -> DataStream:
 
 
 def _q1_euros(bid):
-    return bid.auction, bid.bidder, 0.908 * bid.price, bid.date_time, bid.extra
+    return bid[B_AUCTION], bid[B_BIDDER], 0.908 * bid[B_PRICE], bid[B_DATE_TIME], bid[B_EXTRA]
 
 
 def q1(events: DataStream, config: NexmarkConfiguration) -> DataStream:
@@ -89,11 +79,11 @@ def q1(events: DataStream, config: NexmarkConfiguration) -> DataStream:
 
 
 def _q2_selected(event) -> bool:
-    return type(event) is Bid and event.auction % 123 == 0
+    return len(event) == BID_LEN and event[B_AUCTION] % 123 == 0
 
 
 def _q2_project(bid):
-    return bid.auction, bid.price
+    return bid[B_AUCTION], bid[B_PRICE]
 
 
 def q2(events: DataStream, config: NexmarkConfiguration) -> DataStream:
@@ -104,15 +94,15 @@ def q2(events: DataStream, config: NexmarkConfiguration) -> DataStream:
 # -- q3: regular join ------------------------------------------------------------------------
 
 def _q3_auction(event) -> bool:
-    return type(event) is Auction and event.category == _Q3_CATEGORY
+    return len(event) == AUCTION_LEN and event[A_CATEGORY] == _Q3_CATEGORY
 
 
 def _q3_person(event) -> bool:
-    return type(event) is Person and event.state in _Q3_STATES
+    return len(event) == PERSON_LEN and event[P_STATE] in _Q3_STATES
 
 
 class LocalItemSuggestion(KeyedCoProcessFunction):
-    """q3's join on ``auction.seller == person.id`` (keyed by the person id): a person is kept
+    """q3's join on ``auction[A_SELLER] == person[P_ID]`` (keyed by the person id): a person is kept
     once seen; auctions that come before their seller wait in a list state."""
 
     def open(self, runtime_context):
@@ -124,12 +114,12 @@ class LocalItemSuggestion(KeyedCoProcessFunction):
         if p is None:
             self.waiting.add(auction)
         else:
-            yield p.name, p.city, p.state, auction.id
+            yield p[P_NAME], p[P_CITY], p[P_STATE], auction[A_ID]
 
     def process_element2(self, person, ctx):
         self.person.update(person)
         for auction in self.waiting.get() or ():
-            yield person.name, person.city, person.state, auction.id
+            yield person[P_NAME], person[P_CITY], person[P_STATE], auction[A_ID]
         self.waiting.clear()
 
 
@@ -137,31 +127,15 @@ def q3(events: DataStream, config: NexmarkConfiguration) -> DataStream:
     """Local item suggestion (q3): who sells in category 10 from OR, ID or CA."""
     auctions = events.filter(_q3_auction).name("Auctions in category 10")
     persons = events.filter(_q3_person).name("People in OR/ID/CA")
-    return (auctions.connect(persons).key_by(_seller, _person_id)
+    return (auctions.connect(persons).key_by(itemgetter(A_SELLER), itemgetter(P_ID))
             .process(LocalItemSuggestion()).name("q3"))
-
-
-def _seller(auction):
-    return auction.seller
-
-
-def _person_id(person):
-    return person.id
-
-
-def _auction_id(auction):
-    return auction.id
-
-
-def _bid_auction(bid):
-    return bid.auction
 
 
 # -- winning bids (q4, q6) --------------------------------------------------------------------
 
 class WinningBids(KeyedCoProcessFunction):
     """Per auction id: the auction (input 1) and the best price of its bids (input 2) with
-    ``date_time <= bid.date_time <= expires``; when the watermark passes ``expires`` it emits
+    ``date_time <= bid[B_DATE_TIME] <= expires``; when the watermark passes ``expires`` it emits
     ``(auction id, category, seller, price, expires)`` (if there was such a bid) stamped
     ``expires``. Bids that come before their auction wait in a list; a closed auction leaves a
     marker (its ``expires``) so that later bids are dropped, not kept."""
@@ -174,38 +148,38 @@ class WinningBids(KeyedCoProcessFunction):
     def process_element1(self, auction, ctx):
         best = None
         for bid in self.waiting.get() or ():
-            if auction.date_time <= bid.date_time <= auction.expires and (best is None or bid.price > best):
-                best = bid.price
+            if auction[A_DATE_TIME] <= bid[B_DATE_TIME] <= auction[A_EXPIRES] and (best is None or bid[B_PRICE] > best):
+                best = bid[B_PRICE]
         self.waiting.clear()
         self.auction.update(auction)
         if best is not None:
             self.best.update(best)
-        ctx.timer_service().register_event_time_timer(auction.expires)
+        ctx.timer_service().register_event_time_timer(auction[A_EXPIRES])
 
     def process_element2(self, bid, ctx):
         a = self.auction.value()
         if a is None:
             self.waiting.add(bid)
-        elif type(a) is Auction and a.date_time <= bid.date_time <= a.expires:
+        elif type(a) is tuple and a[A_DATE_TIME] <= bid[B_DATE_TIME] <= a[A_EXPIRES]:
             best = self.best.value()
-            if best is None or bid.price > best:
-                self.best.update(bid.price)
+            if best is None or bid[B_PRICE] > best:
+                self.best.update(bid[B_PRICE])
 
     def on_timer(self, timestamp, ctx):
         a = self.auction.value()
-        if type(a) is not Auction or timestamp != a.expires:
+        if type(a) is not tuple or timestamp != a[A_EXPIRES]:
             return
         best = self.best.value()
-        self.auction.update(a.expires)
+        self.auction.update(a[A_EXPIRES])
         self.best.clear()
         if best is not None:
-            yield a.id, a.category, a.seller, best, a.expires
+            yield a[A_ID], a[A_CATEGORY], a[A_SELLER], best, a[A_EXPIRES]
 
 
 def winning_bids(events: DataStream) -> DataStream:
     """``(auction id, category, seller, price, expires)`` per closed auction with a bid."""
-    auctions = events.filter(_is_auction).name("Auctions")
-    return (auctions.connect(_bids(events)).key_by(_auction_id, _bid_auction)
+    auctions = events.filter(is_auction).name("Auctions")
+    return (auctions.connect(_bids(events)).key_by(itemgetter(A_ID), itemgetter(B_AUCTION))
             .process(WinningBids()).name("Winning bids"))
 
 
@@ -284,7 +258,7 @@ class CountBids(AggregateFunction):
         return (None, 0)
 
     def add(self, bid, acc):
-        return bid.auction, acc[1] + 1
+        return bid[B_AUCTION], acc[1] + 1
 
     def get_result(self, acc):
         return acc
@@ -330,7 +304,7 @@ def q5(events: DataStream, config: NexmarkConfiguration) -> DataStream:
     """Hot items (q5): per sliding window (``window_size_sec`` every ``window_period_sec``) the
     auctions with the most bids."""
     size, slide = config.window_size_sec * 1000, config.window_period_sec * 1000
-    counts = (_bids(events).key_by(itemgetter(0))
+    counts = (_bids(events).key_by(itemgetter(B_AUCTION))
               .window(SlidingEventTimeWindows.of(size, slide)).aggregate(CountBids()).name("Bids per auction"))
     return (counts.process(_WithWindowEnd()).name("Window end")
             .key_by(itemgetter(0)).process(HottestInWindow(size)).name("q5"))
@@ -345,7 +319,7 @@ class HighestBids(AggregateFunction):
         return (-1, [])
 
     def add(self, bid, acc):
-        price = bid.price
+        price = bid[B_PRICE]
         if price > acc[0]:
             return price, [bid]
         if price == acc[0]:
@@ -362,7 +336,7 @@ class HighestBids(AggregateFunction):
 
 
 def _q7_rows(bids):
-    return [(b.auction, b.price, b.bidder, b.date_time, b.extra) for b in bids]
+    return [(b[B_AUCTION], b[B_PRICE], b[B_BIDDER], b[B_DATE_TIME], b[B_EXTRA]) for b in bids]
 
 
 def q7(events: DataStream, config: NexmarkConfiguration) -> DataStream:
@@ -376,9 +350,9 @@ def q7(events: DataStream, config: NexmarkConfiguration) -> DataStream:
 
 def _q8_tag(event):
     """``(person id, name)`` for a person, ``(seller, None)`` for an auction."""
-    if type(event) is Person:
-        return event.id, event.name
-    return event.seller, None
+    if len(event) == PERSON_LEN:
+        return event[P_ID], event[P_NAME]
+    return event[A_SELLER], None
 
 
 class NewUsersInWindow(ProcessWindowFunction):
@@ -397,7 +371,7 @@ class NewUsersInWindow(ProcessWindowFunction):
 
 
 def _is_person_or_auction(event) -> bool:
-    return type(event) is not Bid
+    return len(event) != BID_LEN
 
 
 def q8(events: DataStream, config: NexmarkConfiguration) -> DataStream:
@@ -437,7 +411,7 @@ class WithWindow(ProcessWindowFunction):
 
 def q11(events: DataStream, config: NexmarkConfiguration) -> DataStream:
     """User sessions (q11): bids per bidder per session window (gap ``session_gap_sec``)."""
-    return (_bids(events).key_by(itemgetter(1))
+    return (_bids(events).key_by(itemgetter(B_BIDDER))
             .window(EventTimeSessionWindows.with_gap(config.session_gap_sec * 1000))
             .aggregate(CountPerKey(), WithWindow()).name("q11"))
 
@@ -445,7 +419,7 @@ def q11(events: DataStream, config: NexmarkConfiguration) -> DataStream:
 def q12(events: DataStream, config: NexmarkConfiguration) -> DataStream:
     """Processing-time windows (q12): bids per bidder per tumbling processing-time window of
     ``window_size_sec`` (which window a bid counts in depends on when it is processed)."""
-    return (_bids(events).key_by(itemgetter(1))
+    return (_bids(events).key_by(itemgetter(B_BIDDER))
             .window(TumblingProcessingTimeWindows.of(config.window_size_sec * 1000))
             .aggregate(CountPerKey(), WithWindow()).name("q12"))
 

@@ -14,13 +14,21 @@ from collections import Counter, defaultdict
 from typing import Callable, Dict, List, Sequence
 
 from bench.nexmark.config import NexmarkConfiguration
-from bench.nexmark.model import Auction, Bid, Person
+from bench.nexmark.model import Auction, Bid, Person, is_auction, is_bid, is_person
 
 __all__ = ["REFERENCES", "reference"]
 
 
 def _bids(events):
-    return [e for e in events if type(e) is Bid]
+    return [Bid._make(e) for e in events if is_bid(e)]
+
+
+def _auctions(events):
+    return [Auction._make(e) for e in events if is_auction(e)]
+
+
+def _people(events):
+    return [Person._make(e) for e in events if is_person(e)]
 
 
 def r0(events, config):
@@ -36,9 +44,9 @@ def r2(events, config):
 
 
 def r3(events, config):
-    people = {e.id: e for e in events if type(e) is Person and e.state in ("OR", "ID", "CA")}
+    people = {p.id: p for p in _people(events) if p.state in ("OR", "ID", "CA")}
     return [(people[a.seller].name, people[a.seller].city, people[a.seller].state, a.id)
-            for a in events if type(a) is Auction and a.category == 10 and a.seller in people]
+            for a in _auctions(events) if a.category == 10 and a.seller in people]
 
 
 def _winners(events):
@@ -47,11 +55,10 @@ def _winners(events):
     for b in _bids(events):
         bids_by_auction[b.auction].append(b)
     out = []
-    for a in events:
-        if type(a) is Auction:
-            prices = [b.price for b in bids_by_auction[a.id] if a.date_time <= b.date_time <= a.expires]
-            if prices:
-                out.append((a.id, a.category, a.seller, max(prices), a.expires))
+    for a in _auctions(events):
+        prices = [b.price for b in bids_by_auction[a.id] if a.date_time <= b.date_time <= a.expires]
+        if prices:
+            out.append((a.id, a.category, a.seller, max(prices), a.expires))
     return sorted(out, key=lambda w: (w[4], w[0]))
 
 
@@ -101,9 +108,9 @@ def r7(events, config):
 
 def r8(events, config):
     size = config.window_size_sec * 1000
-    sold = {(a.seller, a.date_time - a.date_time % size) for a in events if type(a) is Auction}
-    return [(p.id, p.name, p.date_time - p.date_time % size) for p in events
-            if type(p) is Person and (p.id, p.date_time - p.date_time % size) in sold]
+    sold = {(a.seller, a.date_time - a.date_time % size) for a in _auctions(events)}
+    return [(p.id, p.name, p.date_time - p.date_time % size) for p in _people(events)
+            if (p.id, p.date_time - p.date_time % size) in sold]
 
 
 def r11(events, config):
