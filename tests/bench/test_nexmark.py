@@ -164,3 +164,32 @@ def test_unbuilt_and_unknown_queries_say_so():
         build_query("q9", stream, CONFIG)
     with pytest.raises(ValueError, match="unknown Nexmark query 'q13'"):
         build_query("q13", stream, CONFIG)
+
+
+# -- the benchmark's command line ------------------------------------------------------------
+
+def test_benchmark_cli_prints_appends_parquet_and_plots(tmp_path, capsys):
+    import pyarrow.parquet as pq
+    from rill.cli import main as rill_main
+    parquet, png = tmp_path / "results.parquet", tmp_path / "plot.png"
+    argv = ["bench", "--repo", _ROOT, "nexmark", "--query", "q0", "--query", "q5", "--events", "5000",
+            "--rate", "100", "--latency-sample-every", "10", "--parquet", str(parquet), "--plot", str(png)]
+    assert rill_main(argv) == 0
+    assert rill_main(argv[:4] + ["--query", "q2"] + argv[8:]) == 0
+    rows = pq.read_table(parquet).to_pylist()
+    assert [(r["query"], r["events"], r["parallelism"], r["target"]) for r in rows] == [
+        ("q0", 5000, 1, "embedded"), ("q5", 5000, 1, "embedded"), ("q2", 5000, 1, "embedded")]
+    config = NexmarkConfiguration(num_events=5000, first_event_rate=100)
+    all_events = list(generate_events(config))
+    assert [r["outputs"] for r in rows] == [len(reference(q, all_events, config)) for q in ("q0", "q5", "q2")]
+    assert rows[0]["latency_samples"] == 4600 // 10 and rows[0]["latency_p99_ms"] >= rows[0]["latency_p50_ms"] >= 0
+    assert all(r["events_per_s"] > 0 and r["events_per_s_per_core"] > 0 and r["peak_rss_bytes"] > 0 for r in rows)
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    out = capsys.readouterr().out
+    assert "| q5 | embedded | 1 | 5,000 |" in out and "Rill ÷ Flink per core" in out
+
+
+def test_rill_bench_outside_a_checkout_says_where_it_looked(tmp_path, capsys):
+    from rill.cli import main as rill_main
+    assert rill_main(["bench", "--repo", str(tmp_path), "nexmark"]) == 2
+    assert f"no bench/nexmark/ under {tmp_path}" in capsys.readouterr().err
