@@ -18,8 +18,9 @@ checkpoints every ``--checkpoint-interval-ms``. It prints, per run:
   for window results it is measured from the emission of the window's last event, so it
   includes the time the watermark needs to pass the window (event-time latency). q12's
   timestamps are processing time: no latency;
-- peak RSS: the peak summed resident memory of the processes involved (sampled every 100 ms;
-  embedded: this process's ``ru_maxrss``).
+- peak RSS: the peak summed resident memory of the processes involved (sampled every 100 ms,
+  the sampler's own CPU time left out of the CPU figure; embedded: this process's
+  ``ru_maxrss``).
 
 Results are appended to ``--parquet`` (default ``bench/nexmark_results.parquet``, one row per
 run) and ``--plot`` (default ``bench/nexmark.png``) draws the per-core rates of the latest run
@@ -31,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import resource
 import shutil
 import socket
@@ -42,12 +44,10 @@ from bisect import bisect_left
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-import pickle
-
-from rill.common.functions import SinkFunction
-from rill.datastream import StreamExecutionEnvironment
 from rill.common import Configuration
 from rill.common.configuration import ConfigOptions
+from rill.common.functions import SinkFunction
+from rill.datastream import StreamExecutionEnvironment
 
 from bench.nexmark.config import NexmarkConfiguration
 from bench.nexmark.queries import QUERIES, build_query
@@ -130,21 +130,27 @@ def _rss_bytes(pid: int) -> int:
 
 
 class _RssSampler(threading.Thread):
-    """Peak of the summed RSS of ``pids()`` (re-read each time), every 100 ms."""
+    """Peak of the summed RSS of the processes ``pids()`` names, every 100 ms. ``pids()`` may
+    walk /proc (the cluster's process tree), so it is re-read only every second; ``cpu`` is the
+    sampler's own CPU time, which the measurement subtracts (it is not the job's)."""
 
     def __init__(self, pids):
         super().__init__(daemon=True)
-        self.pids, self.peak, self._stop_event = pids, 0, threading.Event()
+        self.pids, self.peak, self.cpu, self._stop_event = pids, 0, 0.0, threading.Event()
 
     def run(self):
+        start, known, tick = time.thread_time(), [], 0
         while not self._stop_event.is_set():
-            self.peak = max(self.peak, sum(_rss_bytes(p) for p in self.pids()))
+            if tick % 10 == 0:
+                known = self.pids()
+            tick += 1
+            self.peak = max(self.peak, sum(_rss_bytes(p) for p in known))
             self._stop_event.wait(0.1)
+        self.cpu = time.thread_time() - start
 
     def stop(self):
         self._stop_event.set()
         self.join()
-        self.peak = max(self.peak, sum(_rss_bytes(p) for p in self.pids()))
 
 
 def _cpu_self() -> float:
@@ -174,17 +180,21 @@ def run_query(query: str, config: NexmarkConfiguration, parallelism: int = 1, cl
         events = env.from_source(NexmarkSource(config, log_dir), nexmark_watermark_strategy(config), "Nexmark")
         build_query(query, events, config).add_sink(LatencySink(log_dir, sample_every)).name("Latency sink")
         me = os.getpid()
-        pids = (lambda: [me]) if cluster is None else (lambda: [me, *cluster.processes()])
         cluster_cpu0 = cluster.cpu_seconds() if cluster is not None else 0.0
         cpu0, t0 = _cpu_self(), time.perf_counter()
-        sampler = _RssSampler(pids)
-        sampler.start()
+        # embedded: ru_maxrss is the peak, no sampling needed
+        sampler = _RssSampler(lambda: [me, *cluster.processes()]) if cluster is not None else None
+        if sampler is not None:
+            sampler.start()
         try:
             result = env.execute(f"nexmark-{query}")
         finally:
-            sampler.stop()
+            if sampler is not None:
+                sampler.stop()
         wall = time.perf_counter() - t0
-        cpu = _cpu_self() - cpu0 + ((cluster.cpu_seconds() - cluster_cpu0) if cluster is not None else 0.0)
+        cpu = _cpu_self() - cpu0
+        if cluster is not None:
+            cpu += cluster.cpu_seconds() - cluster_cpu0 - sampler.cpu
         net = max(result.get_net_runtime(), 1) / 1000.0
         outputs = sum(count for count, _ in _load(log_dir, "sink-"))
         lat = latencies_ms(log_dir) if query != "q12" else []
