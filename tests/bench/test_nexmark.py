@@ -193,3 +193,15 @@ def test_rill_bench_outside_a_checkout_says_where_it_looked(tmp_path, capsys):
     from rill.cli import main as rill_main
     assert rill_main(["bench", "--repo", str(tmp_path), "nexmark"]) == 2
     assert f"no bench/nexmark/ under {tmp_path}" in capsys.readouterr().err
+
+
+def test_benchmark_with_checkpoints_gives_the_same_outputs(tmp_path):
+    """``--checkpoint-interval-ms``: with exactly-once checkpoints enabled (every 50 ms) the
+    query's outputs are the reference's. (How many checkpoints completed is not reported by
+    the job's result; the checkpoint suites test checkpoints themselves.)"""
+    from bench.nexmark.run import run_query
+    config = NexmarkConfiguration(num_events=20_000, first_event_rate=100)
+    row = run_query("q5", config, parallelism=1, checkpoint_interval_ms=50, sample_every=1)
+    assert row["checkpoint_interval_ms"] == 50
+    assert row["outputs"] == len(reference("q5", list(generate_events(config)), config))
+    assert row["latency_samples"] > 0
