@@ -97,7 +97,7 @@ def _person(rand, event_id: int, ts: int, config: NexmarkConfiguration) -> tuple
     return pid, name, email, card, city, state, ts, _extra(rand, size, config.avg_person_byte_size)
 
 
-def _auction(rand, event_id: int, adjusted: int, ts: int, config: NexmarkConfiguration) -> tuple:
+def _auction(rand, event_id: int, ts: int, config: NexmarkConfiguration) -> tuple:
     aid = config.last_base0_auction_id(event_id) + FIRST_AUCTION_ID
     last_person = config.last_base0_person_id(event_id)
     if int(rand() * config.hot_sellers_ratio) > 0:
@@ -109,7 +109,7 @@ def _auction(rand, event_id: int, adjusted: int, ts: int, config: NexmarkConfigu
     # Beam's nextAuctionLengthMs: up to twice the time until num_in_flight_auctions more
     # auctions have been generated, so about that many are open at once
     ahead = config.num_in_flight_auctions * config.total_proportion // config.auction_proportion
-    horizon = config.timestamp_for_event(adjusted + ahead) - ts
+    horizon = config.timestamp_for_event(event_id + ahead) - ts
     expires = ts + 1 + int(rand() * max(horizon * 2, 1))
     item_name = _string(rand, 20)
     description = _string(rand, 100)
@@ -149,7 +149,7 @@ def generate_block(config: NexmarkConfiguration, block: int) -> List[tuple]:
             append(_person(rand, adjusted, ts, config))
             continue
         if offset < first_bid:
-            append(_auction(rand, adjusted, adjusted, ts, config))
+            append(_auction(rand, adjusted, ts, config))
             continue
         # a bid, inlined (46 of every 50 events): the id arithmetic of last_base0_* for an
         # offset among the bids
