@@ -15,6 +15,10 @@ the job from a savepoint or retained checkpoint (``execution.state-recovery.*``)
 (Flink's ``flink savepoint`` / ``flink stop``) take a savepoint of a cluster job, the latter
 stopping it, and print ``Savepoint completed. Path: <dir>``.
 
+``rill bench nexmark [ARGS]`` runs the Nexmark benchmark of a Rill source checkout (its
+``bench/``, which is not part of the installed package) from the repository root: the same as
+``python -m bench.nexmark [ARGS]`` there (see bench/README.md).
+
 ``rill run`` prints each job's id when it is submitted (as ``flink run`` does). Ctrl-C while a
 job runs on a cluster cancels it and waits for it to stop, saying so with its id (a second
 Ctrl-C leaves it running and says how to cancel it); an embedded job ends with the process.
@@ -24,6 +28,7 @@ When a cluster job has print sinks, ``rill run`` ends by saying which file got t
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import runpy
@@ -214,6 +219,25 @@ def _run_program(args: argparse.Namespace, context: _CliContext) -> int:
     return 0
 
 
+#: ``rill bench NAME`` -> the module of the checkout's bench/ whose ``main(argv)`` it runs
+_BENCHMARKS = {"nexmark": "bench.nexmark.run"}
+
+
+def _run_benchmark(name: str, argv: List[str], root: str) -> int:
+    """Run benchmark ``name`` of the source checkout at ``root`` with ``argv``; 2 (and a message
+    saying where it looked) when ``root`` has no ``bench/`` with it: benchmarks are not
+    installed with the package."""
+    module = _BENCHMARKS[name]
+    if not os.path.isfile(os.path.join(root, *module.split(".")[:-1], "__init__.py")):
+        print(f"rill bench {name}: no {'/'.join(module.split('.')[:-1])}/ under {root}: the benchmarks live "
+              f"in a Rill source checkout, not in the installed package; run this from the repository "
+              f"root (or give rill bench --repo DIR {name})", file=sys.stderr)
+        return 2
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    return importlib.import_module(module).main(argv)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     """Entry point of the ``rill`` command; returns the exit code (0 ok, 1 the program failed
     or contained no job, 2 bad arguments)."""
@@ -307,7 +331,17 @@ def main(argv: Optional[List[str]] = None) -> int:
     info.add_argument("job_id", help="the job's id (printed by rill run)")
     info.add_argument("--url", default=None, help="the REST endpoint (default: http://rest.address:rest.port)")
 
+    bench = sub.add_parser("bench", help="run a benchmark of a Rill source checkout (bench/)", description=(
+        "Run one of the repository's benchmarks (bench/ of a source checkout; it is not installed with the "
+        "package): nexmark = python -m bench.nexmark. Arguments after the name go to the benchmark "
+        "(rill bench nexmark --help)."))
+    bench.add_argument("benchmark", choices=sorted(_BENCHMARKS))
+    bench.add_argument("--repo", default=None, help="the checkout's root (default: the working directory); before the benchmark's name")
+    bench.add_argument("args", nargs=argparse.REMAINDER, help="arguments for the benchmark")
+
     args = parser.parse_args(argv)
+    if args.command == "bench":
+        return _run_benchmark(args.benchmark, list(args.args), os.path.abspath(args.repo or os.getcwd()))
     if args.command == "info":
         from rill.runtime.rest.job_info import run_info_command  # noqa: PLC0415 - only for this command
         return run_info_command(args.job_id, args.url)
