@@ -5,9 +5,12 @@ order:
    still emit here: what it emits belongs before the barrier);
 2. the :class:`~rill.network.events.CheckpointBarrier` on every output, after the records
    already written (``RecordWriter.broadcast_event`` flushes first: aligned checkpoints);
-3. the synchronous snapshot of every operator (:func:`~rill.operators.state_initializer.snapshot_operator_state`:
-   the backends copy what they hold, so later updates do not leak into it);
-4. the asynchronous part on the task's checkpoint thread: each operator's state is written
+3. the synchronous snapshot of every operator
+   (:func:`~rill.operators.state_initializer.snapshot_operator_state_sync`: operator state and
+   timers are copied, the keyed state backend pins a copy-on-write view in O(key groups), so
+   later updates do not leak into it);
+4. the asynchronous part on the task's checkpoint thread: each operator's record is built from
+   that view (``OperatorSnapshotFutures.finalize``), written
    through the checkpoint's :class:`~rill.state.checkpoint.storage.CheckpointStorageLocation`
    and the coordinator is acknowledged with the handles and the
    :class:`~rill.runtime.checkpoint.checkpoint_options.CheckpointMetrics`; a failure declines
@@ -30,11 +33,10 @@ from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 from rill.network.events import CancelCheckpointMarker, CheckpointBarrier
 from rill.operators.base import attribute_error
-from rill.operators.state_initializer import snapshot_operator_state
+from rill.operators.state_initializer import OperatorSnapshotFutures, snapshot_operator_state_sync
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import CheckpointMetaData, CheckpointMetrics, CheckpointOptions
 from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
-from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 
 __all__ = ["SubtaskCheckpointCoordinator"]
 
@@ -90,10 +92,10 @@ class SubtaskCheckpointCoordinator:
             barrier = CheckpointBarrier(cid, ts, options)
             for writer in self._writers:
                 writer.broadcast_event(barrier)
-            states: List[Tuple[str, OperatorSubtaskState]] = []
+            states: List[Tuple[str, OperatorSnapshotFutures]] = []
             for cfg, op in operators:
                 try:
-                    states.append((str(cfg.operator_id), snapshot_operator_state(op, cid, ts)))
+                    states.append((str(cfg.operator_id), snapshot_operator_state_sync(op, cid, ts)))
                 except BaseException as e:
                     attribute_error(e, cfg.operator_name)
                     raise
@@ -115,13 +117,14 @@ class SubtaskCheckpointCoordinator:
         future.add_done_callback(self._running.discard)
 
     def _async_part(self, checkpoint_id: int, options: CheckpointOptions,
-                    states: List[Tuple[str, OperatorSubtaskState]], timings) -> None:
+                    states: List[Tuple[str, OperatorSnapshotFutures]], timings) -> None:
         sync_ms, alignment_ms, start_delay_ms = timings
         start_ns = time.monotonic_ns()
         try:
             location = options.target_location
             handles = {}
-            for operator_id, state in states:
+            for operator_id, futures in states:
+                state = futures.finalize()
                 handles[operator_id] = (location.write_operator_subtask_state(operator_id, self._subtask_index, state)
                                         if state.has_state() else None)
             size = sum(h.state_size for h in handles.values() if h is not None)
