@@ -28,7 +28,7 @@ from rill.operators.context import StreamOperatorContext
 from rill.operators.runtime_context import StreamingRuntimeContext
 from rill.operators.timer_service import InternalTimeServiceManager
 from rill.state.backend import KeyedSnapshotResources, KeyedStateBackend, OperatorStateBackend
-from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState, TimerServiceSnapshot
+from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 from rill.state.heap import HeapKeyedStateBackend
 from rill.state.key_groups import KeyGroupRange, compute_key_group_range_for_operator_index
 from rill.state.operator_state import DefaultOperatorStateBackend
@@ -107,14 +107,15 @@ class OperatorSnapshotFutures:
     :param operator_state: the operator state snapshot (``{name: (mode, entries)}``), taken.
     :param keyed_resources: the keyed state backend's prepared resources, or ``None`` for a
         non-keyed operator.
-    :param timers: the timer services' snapshots by name, taken.
+    :param timers: by timer service name, its prepared snapshot (``get()`` gives the
+        ``TimerServiceSnapshot``; ``InternalTimeServiceManager.snapshot_sync``).
     """
 
     __slots__ = ("checkpoint_id", "_operator_state", "_keyed_resources", "_timers")
 
     def __init__(self, checkpoint_id: int, operator_state: Mapping[str, Tuple[str, Any]],
                  keyed_resources: Optional[KeyedSnapshotResources],
-                 timers: Mapping[str, TimerServiceSnapshot]) -> None:
+                 timers: Mapping[str, Any]) -> None:
         self.checkpoint_id = checkpoint_id
         self._operator_state = operator_state
         self._keyed_resources = keyed_resources
@@ -133,16 +134,18 @@ class OperatorSnapshotFutures:
                 keyed = (resources.async_snapshot(),)
             finally:
                 resources.release()
+        timers = {name: prepared.get() for name, prepared in self._timers.items()}
         return OperatorSubtaskState(checkpoint_id=self.checkpoint_id, operator_state=self._operator_state,
-                                    keyed_state=keyed, timers=self._timers)
+                                    keyed_state=keyed, timers=timers)
 
 
 def snapshot_operator_state_sync(operator: StreamOperator, checkpoint_id: int, timestamp: int
                                  ) -> OperatorSnapshotFutures:
     """The synchronous part of the operator's snapshot (task thread): first the operator's own
     ``snapshot_state`` (a ``CheckpointedFunction`` writes its fields into its states; the
-    operator state backend's snapshot), then the timers of its context and the keyed state
-    backend's :meth:`~rill.state.backend.KeyedStateBackend.sync_prepare_resources` (O(key
+    operator state backend's snapshot), then a copy of the timers of its context
+    (``InternalTimeServiceManager.snapshot_sync``: C-level dict copies, ordered later) and the
+    keyed state backend's :meth:`~rill.state.backend.KeyedStateBackend.sync_prepare_resources` (O(key
     groups) for the heap backend). :meth:`OperatorSnapshotFutures.finalize` gives the record.
 
     :param checkpoint_id: the checkpoint's id.
@@ -156,7 +159,7 @@ def snapshot_operator_state_sync(operator: StreamOperator, checkpoint_id: int, t
     return OperatorSnapshotFutures(
         checkpoint_id, operator_state,
         None if keyed is None else keyed.sync_prepare_resources(),
-        {} if timers is None else timers.snapshot(),
+        {} if timers is None else timers.snapshot_sync(),
     )
 
 

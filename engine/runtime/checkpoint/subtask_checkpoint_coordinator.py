@@ -16,6 +16,10 @@ order:
    :class:`~rill.runtime.checkpoint.checkpoint_options.CheckpointMetrics`; a failure declines
    the checkpoint (``CHECKPOINT_ASYNC_EXCEPTION``).
 
+The synchronous duration in the acknowledgement's metrics is step 3 alone, as Flink's
+``takeSnapshotSync`` measures it: not the pre-barrier hooks, nor the barrier's emission (which
+waits for buffers under backpressure).
+
 A failure of the synchronous part declines the checkpoint (``CHECKPOINT_DECLINED``) without
 failing the task; the coordinator's tolerable-failure count decides about the job. Before a
 task reports FINISHED it waits for its asynchronous parts (Flink's
@@ -78,7 +82,6 @@ class SubtaskCheckpointCoordinator:
         """Take this task's part of checkpoint ``metadata.checkpoint_id``: barrier out,
         synchronous snapshot, asynchronous write and acknowledgement (see the module)."""
         cid, ts = metadata.checkpoint_id, metadata.timestamp
-        start_ns = time.monotonic_ns()
         start_delay_ms = max(0.0, time.time() * 1000 - ts)
         operators = self._chain.all_operators  # tail first
         head_first = list(reversed(operators))
@@ -92,6 +95,7 @@ class SubtaskCheckpointCoordinator:
             barrier = CheckpointBarrier(cid, ts, options)
             for writer in self._writers:
                 writer.broadcast_event(barrier)
+            sync_start_ns = time.monotonic_ns()
             states: List[Tuple[str, OperatorSnapshotFutures]] = []
             for cfg, op in operators:
                 try:
@@ -107,7 +111,7 @@ class SubtaskCheckpointCoordinator:
                 CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING if closing
                 else CheckpointFailureReason.CHECKPOINT_DECLINED, f"{self._name}: {type(e).__name__}: {e}"))
             return
-        sync_ms = (time.monotonic_ns() - start_ns) / 1e6
+        sync_ms = (time.monotonic_ns() - sync_start_ns) / 1e6
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix=f"{self._name} async checkpoint")
