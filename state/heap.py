@@ -6,7 +6,10 @@ registered state; its layout (``key_group_maps[kg - start][namespace][key] -> va
 documented in :mod:`rill.state.state_table`.
 
 Threading: a backend belongs to one subtask and is used only from its task thread (the
-mailbox loop), so nothing here takes a lock.
+mailbox loop), so nothing here takes a lock. The one exception is a snapshot's asynchronous
+part (:meth:`HeapKeyedStateBackend.sync_prepare_resources`): it reads key-group dicts that the
+synchronous part pinned, which the task no longer writes (copy-on-write per key group,
+:mod:`rill.state.copy_on_write`).
 
 Per-record cost: the operator calls :meth:`HeapKeyedStateBackend.set_current_key` once per
 record; it finds the key's group through a bounded cache (a dict look-up on a hit) and stores the
