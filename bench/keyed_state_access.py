@@ -75,7 +75,7 @@ def _reduce(keys: List[int], snapshot_every: int = 0) -> float:
     t0 = time.perf_counter()
     for i, batch in enumerate(batches):
         if every and i % every == 0:
-            backend.snapshot_resources()  # the synchronous part; dropped at once
+            backend.sync_prepare_resources()  # the synchronous part; dropped at once
         operator.process_batch(batch)
     elapsed = time.perf_counter() - t0
     harness.close()

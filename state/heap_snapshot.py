@@ -17,6 +17,7 @@ copies what it touches after the snapshot, so they stay as they were. A restore 
 
 from __future__ import annotations
 
+import itertools
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from rill.state.backend import KeyedSnapshotResources
@@ -64,8 +65,10 @@ class HeapSnapshotResources(KeyedSnapshotResources):
                 if by_namespace is None:
                     continue
                 if transform is None:
-                    entries = tuple([(key, namespace, value) for namespace, by_key in by_namespace.items()
-                                     for key, value in by_key.items()])
+                    # C-level: zip of the keys, the namespace repeated and the values
+                    entries = tuple(itertools.chain.from_iterable(
+                        zip(by_key.keys(), itertools.repeat(namespace), by_key.values())
+                        for namespace, by_key in by_namespace.items()))
                 else:
                     entries = tuple([(key, namespace, kept) for namespace, by_key in by_namespace.items()
                                      for key, stored in by_key.items() if (kept := transform(stored)) is not None])
