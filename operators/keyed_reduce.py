@@ -18,6 +18,10 @@ from rill.state.descriptors import ValueStateDescriptor
 
 __all__ = ["StreamGroupedReduce"]
 
+#: batches after a snapshot that copy the pinned key groups they touch, before the rest is
+#: copied at once (see StreamGroupedReduce._resolve_pinned)
+_PINNED_BATCHES = 16
+
 
 class StreamGroupedReduce(AbstractUdfStreamOperator):
     """Keeps one value per key in a ``ValueState`` named ``"_op_state"`` and emits every
@@ -70,7 +74,12 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         super().open()
         self._backend = backend
         self._state = backend.get_or_create_keyed_state(ValueStateDescriptor(self.STATE_NAME, self.type_info))
-        self._maps = self._state.table.key_group_maps
+        self._table = self._state.table
+        self._maps = self._table.key_group_maps
+        #: the table's ``pins`` when no key group was pinned any more, and the batches since
+        #: (see _resolve_pinned)
+        self._unpinned_at = self._table.pins
+        self._pinned_batches = 0
         selector = context.key_selector
         self._key_of = getattr(selector, "get_key", selector)
         # key_by(position/name): the selector keys whole batches (state_key_selector is its get_key)
@@ -112,7 +121,26 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
                     i = index(None, i + 1)
                 except ValueError:
                     break
-        return list(map(self._maps.__getitem__, offsets))
+        by_namespaces = list(map(self._maps.__getitem__, offsets))
+        if self._table.pins != self._unpinned_at:
+            by_namespaces = self._resolve_pinned(by_namespaces)
+        return by_namespaces
+
+    def _resolve_pinned(self, by_namespaces: List[Any]) -> List[dict]:
+        """After a snapshot: the batch's pinned key groups copied into their slots (see
+        :mod:`rill.state.copy_on_write`), so the loops get plain dicts (``dict.get`` unbound),
+        spreading the copies over the batches that touch them. Key groups that
+        :data:`_PINNED_BATCHES` batches did not touch are copied then, so that later batches
+        skip this until the next snapshot."""
+        table = self._table
+        self._pinned_batches += 1
+        if self._pinned_batches >= _PINNED_BATCHES:
+            table.unpin()
+        by_namespaces = [m if m.__class__ is dict else m.live() for m in by_namespaces]
+        if not table.has_pinned():
+            self._unpinned_at = table.pins
+            self._pinned_batches = 0
+        return by_namespaces
 
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         if not values:

@@ -8,26 +8,33 @@ The one place where backends, timers and the snapshot record meet: the task
 :meth:`StreamTaskStateInitializer.initialize` for every operator, and
 :func:`snapshot_operator_state` gives the
 :class:`~rill.state.checkpoint.operator_subtask_state.OperatorSubtaskState` that
-``initialize`` restores from.
+``initialize`` restores from. A checkpoint takes the snapshot in two parts, as Flink's
+``StreamOperatorStateHandler.snapshotState`` and ``OperatorSnapshotFinalizer``:
+:func:`snapshot_operator_state_sync` on the task thread (the operator's ``snapshot_state``,
+the timers and the keyed state backend's ``sync_prepare_resources``), then
+:meth:`OperatorSnapshotFutures.finalize` on the checkpoint's asynchronous thread (the keyed
+state's record built from the copy-on-write view).
 
-Threading: both run on the task thread (the harness' thread in tests).
+Threading: everything but :meth:`OperatorSnapshotFutures.finalize` runs on the task thread
+(the harness' thread in tests).
 """
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 from rill.operators.base import StreamOperator
 from rill.operators.context import StreamOperatorContext
 from rill.operators.runtime_context import StreamingRuntimeContext
 from rill.operators.timer_service import InternalTimeServiceManager
-from rill.state.backend import KeyedStateBackend, OperatorStateBackend
+from rill.state.backend import KeyedSnapshotResources, KeyedStateBackend, OperatorStateBackend
 from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 from rill.state.heap import HeapKeyedStateBackend
 from rill.state.key_groups import KeyGroupRange, compute_key_group_range_for_operator_index
 from rill.state.operator_state import DefaultOperatorStateBackend
 
-__all__ = ["StreamTaskStateInitializer", "snapshot_operator_state"]
+__all__ = ["StreamTaskStateInitializer", "OperatorSnapshotFutures", "snapshot_operator_state",
+           "snapshot_operator_state_sync"]
 
 #: ``(key_group_range, max_parallelism) -> KeyedStateBackend``
 KeyedStateBackendFactory = Callable[[KeyGroupRange, int], KeyedStateBackend]
@@ -92,11 +99,54 @@ class StreamTaskStateInitializer:
         return ctx
 
 
-def snapshot_operator_state(operator: StreamOperator, checkpoint_id: int, timestamp: int) -> OperatorSubtaskState:
-    """The operator's state now, as the record :meth:`StreamTaskStateInitializer.initialize`
-    restores from: first the operator's own ``snapshot_state`` (a ``CheckpointedFunction``
-    writes its fields into its states; the operator state backend's snapshot), then the keyed
-    state backend and the timers of its context.
+class OperatorSnapshotFutures:
+    """The synchronous part of one operator's snapshot, waiting for its asynchronous part
+    (Flink's ``OperatorSnapshotFutures``, finalized as ``OperatorSnapshotFinalizer`` does).
+
+    :param checkpoint_id: the checkpoint's id.
+    :param operator_state: the operator state snapshot (``{name: (mode, entries)}``), taken.
+    :param keyed_resources: the keyed state backend's prepared resources, or ``None`` for a
+        non-keyed operator.
+    :param timers: by timer service name, its prepared snapshot (``get()`` gives the
+        ``TimerServiceSnapshot``; ``InternalTimeServiceManager.snapshot_sync``).
+    """
+
+    __slots__ = ("checkpoint_id", "_operator_state", "_keyed_resources", "_timers")
+
+    def __init__(self, checkpoint_id: int, operator_state: Mapping[str, Tuple[str, Any]],
+                 keyed_resources: Optional[KeyedSnapshotResources],
+                 timers: Mapping[str, Any]) -> None:
+        self.checkpoint_id = checkpoint_id
+        self._operator_state = operator_state
+        self._keyed_resources = keyed_resources
+        self._timers = timers
+
+    def finalize(self) -> OperatorSubtaskState:
+        """The operator's :class:`OperatorSubtaskState` (any thread, once): the keyed state's
+        record is built from the resources, which are released.
+
+        :raises RuntimeError: if called twice (the resources are released).
+        """
+        resources = self._keyed_resources
+        keyed = ()
+        if resources is not None:
+            try:
+                keyed = (resources.async_snapshot(),)
+            finally:
+                resources.release()
+        timers = {name: prepared.get() for name, prepared in self._timers.items()}
+        return OperatorSubtaskState(checkpoint_id=self.checkpoint_id, operator_state=self._operator_state,
+                                    keyed_state=keyed, timers=timers)
+
+
+def snapshot_operator_state_sync(operator: StreamOperator, checkpoint_id: int, timestamp: int
+                                 ) -> OperatorSnapshotFutures:
+    """The synchronous part of the operator's snapshot (task thread): first the operator's own
+    ``snapshot_state`` (a ``CheckpointedFunction`` writes its fields into its states; the
+    operator state backend's snapshot), then a copy of the timers of its context
+    (``InternalTimeServiceManager.snapshot_sync``: C-level dict copies, ordered later) and the
+    keyed state backend's :meth:`~rill.state.backend.KeyedStateBackend.sync_prepare_resources` (O(key
+    groups) for the heap backend). :meth:`OperatorSnapshotFutures.finalize` gives the record.
 
     :param checkpoint_id: the checkpoint's id.
     :param timestamp: when the checkpoint was triggered, epoch ms.
@@ -106,9 +156,19 @@ def snapshot_operator_state(operator: StreamOperator, checkpoint_id: int, timest
     ctx = operator.context
     keyed = ctx.keyed_state_backend
     timers = ctx.timer_service_manager
-    return OperatorSubtaskState(
-        checkpoint_id=checkpoint_id,
-        operator_state=operator_state,
-        keyed_state=() if keyed is None else (keyed.snapshot(),),
-        timers={} if timers is None else timers.snapshot(),
+    return OperatorSnapshotFutures(
+        checkpoint_id, operator_state,
+        None if keyed is None else keyed.sync_prepare_resources(),
+        {} if timers is None else timers.snapshot_sync(),
     )
+
+
+def snapshot_operator_state(operator: StreamOperator, checkpoint_id: int, timestamp: int) -> OperatorSubtaskState:
+    """The operator's state now, as the record :meth:`StreamTaskStateInitializer.initialize`
+    restores from: both parts of :func:`snapshot_operator_state_sync` on the calling thread.
+
+    :param checkpoint_id: the checkpoint's id.
+    :param timestamp: when the checkpoint was triggered, epoch ms.
+    :raises RuntimeError: if the keyed state backend was disposed.
+    """
+    return snapshot_operator_state_sync(operator, checkpoint_id, timestamp).finalize()

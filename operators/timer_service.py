@@ -49,6 +49,7 @@ __all__ = [
     "Triggerable",
     "InternalTimerService",
     "InternalTimeServiceManager",
+    "PreparedTimerSnapshot",
 ]
 
 
@@ -169,8 +170,44 @@ class _TimerQueue:
 
     def timers_of(self, offset: int) -> List[Tuple[int, Any, Any]]:
         """``(timestamp, key, namespace)`` of one key group, in registration order."""
-        timers = self._by_key_group[offset]
-        return sorted(timers, key=timers.__getitem__)
+        return _in_registration_order(self._by_key_group[offset])
+
+    def copy_key_groups(self) -> List[Dict[Tuple[int, Any, Any], int]]:
+        """Per key group (offset), a copy of its ``timer -> sequence number`` dict: the
+        synchronous part of a snapshot, C-level copies of immutable entries (Flink's
+        ``HeapPriorityQueueSnapshotRestoreWrapper.stateSnapshot`` copies its array as well).
+        :func:`_in_registration_order` orders one later, on any thread."""
+        return [timers.copy() if timers else None for timers in self._by_key_group]
+
+
+def _in_registration_order(timers: Dict[Tuple[int, Any, Any], int]) -> List[Tuple[int, Any, Any]]:
+    return sorted(timers, key=timers.__getitem__)
+
+
+class PreparedTimerSnapshot:
+    """The synchronous part of one timer service's snapshot: per domain and key group a copy
+    of the timers (:meth:`_TimerQueue.copy_key_groups`); :meth:`get` orders them into the
+    :class:`TimerServiceSnapshot` on any thread (the checkpoint's asynchronous part).
+
+    :param start: the first key group of the service's range (offset 0).
+    """
+
+    __slots__ = ("_start", "_event_time", "_processing_time")
+
+    def __init__(self, start: int, event_time: List[Any], processing_time: List[Any]) -> None:
+        self._start = start
+        self._event_time = event_time
+        self._processing_time = processing_time
+
+    def get(self) -> TimerServiceSnapshot:
+        """Every timer, key group by key group, each domain in registration order."""
+        key_groups = {}
+        for offset, (event, processing) in enumerate(zip(self._event_time, self._processing_time)):
+            if event or processing:
+                key_groups[self._start + offset] = TimersOfKeyGroup(
+                    tuple(_in_registration_order(event)) if event else (),
+                    tuple(_in_registration_order(processing)) if processing else ())
+        return TimerServiceSnapshot(key_groups)
 
 
 class InternalTimerService:
@@ -382,14 +419,14 @@ class InternalTimerService:
     def snapshot(self) -> TimerServiceSnapshot:
         """Every timer, key group by key group, each domain in registration order (what
         Flink writes per key group through ``InternalTimerServiceSerializationProxy``)."""
-        key_groups = {}
-        for key_group in self.key_group_range:
-            offset = key_group - self._start
-            event = tuple(self._event_time_timers.timers_of(offset))
-            processing = tuple(self._processing_time_timers.timers_of(offset))
-            if event or processing:
-                key_groups[key_group] = TimersOfKeyGroup(event, processing)
-        return TimerServiceSnapshot(key_groups)
+        return self.snapshot_sync().get()
+
+    def snapshot_sync(self) -> PreparedTimerSnapshot:
+        """The synchronous part of :meth:`snapshot`: a C-level copy of every key group's
+        timers (no ordering, no records); :meth:`PreparedTimerSnapshot.get` gives the
+        snapshot on any thread."""
+        return PreparedTimerSnapshot(self._start, self._event_time_timers.copy_key_groups(),
+                                     self._processing_time_timers.copy_key_groups())
 
     def restore(self, snapshot: TimerServiceSnapshot) -> None:
         """Add the timers of ``snapshot``'s key groups that lie in this service's range (the
@@ -417,6 +454,18 @@ class InternalTimerService:
 
 def _scheduled_time(handle: Any) -> int:
     return getattr(handle, "timestamp_ms", MIN_TIMESTAMP)
+
+
+class _Taken:
+    """A snapshot taken already, behind the same ``get()`` as :class:`PreparedTimerSnapshot`."""
+
+    __slots__ = ("_snapshot",)
+
+    def __init__(self, snapshot: TimerServiceSnapshot) -> None:
+        self._snapshot = snapshot
+
+    def get(self) -> TimerServiceSnapshot:
+        return self._snapshot
 
 
 class InternalTimeServiceManager:
@@ -465,9 +514,15 @@ class InternalTimeServiceManager:
     def snapshot(self) -> Dict[str, TimerServiceSnapshot]:
         """Every service's timers by name; restored timers of a service the operator has not
         asked for yet are kept as they were restored."""
-        snapshots = dict(self._restored)
-        snapshots.update((name, service.snapshot()) for name, service in self._services.items())
-        return snapshots
+        return {name: prepared.get() for name, prepared in self.snapshot_sync().items()}
+
+    def snapshot_sync(self) -> Dict[str, Any]:
+        """The synchronous part of :meth:`snapshot`: by name, an object whose ``get()`` gives
+        the service's :class:`TimerServiceSnapshot` on any thread (a
+        :class:`PreparedTimerSnapshot`, or the restored snapshot of a service not asked for)."""
+        prepared: Dict[str, Any] = {name: _Taken(snapshot) for name, snapshot in self._restored.items()}
+        prepared.update((name, service.snapshot_sync()) for name, service in self._services.items())
+        return prepared
 
     def advance_watermark(self, timestamp: int) -> None:
         """Advance every service's watermark to ``timestamp`` (ms), firing due event-time

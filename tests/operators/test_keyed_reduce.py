@@ -1,11 +1,15 @@
 """StreamGroupedReduce through the keyed harness: rolling reduce per key on every path, state
 layout, rich functions, None results, errors."""
 
+from operator import itemgetter
+
 import pytest
 
 from operator_harness_util import records, run_all_paths
 from rill.datastream.functions import ReduceFunction, wrap
-from rill.operators.keyed_reduce import StreamGroupedReduce
+from rill.operators.aggregations import SumAggregator
+from rill.operators.keyed_reduce import _PINNED_BATCHES, StreamGroupedReduce
+from rill.operators.state_initializer import snapshot_operator_state_sync
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness, OneInputStreamOperatorTestHarness
 from rill.common.streamrecord import Watermark
 from rill.state import VOID_NAMESPACE, ValueStateDescriptor, assign_to_key_group
@@ -119,3 +123,29 @@ def test_key_selector_error_and_unsupported_key():
 def test_reduce_needs_a_keyed_stream():
     with pytest.raises(RuntimeError, match="needs a keyed stream"):
         OneInputStreamOperatorTestHarness(StreamGroupedReduce(wrap(add, ReduceFunction, "r"))).open()
+
+
+@pytest.mark.parametrize("function", ["reduce", "sum"])
+def test_a_snapshot_keeps_the_values_of_its_time_while_batches_go_on(function):
+    # the sync part pins the key groups; the fast path copies each one it touches afterwards
+    # (the built-in sum calls dict.get unbound, so it needs plain dicts), and after
+    # _PINNED_BATCHES batches the untouched rest
+    make = (reduce_harness(add) if function == "reduce" else
+            lambda: KeyedOneInputStreamOperatorTestHarness(StreamGroupedReduce(SumAggregator(1)), itemgetter(0)))
+    keys = [f"k{i}" for i in range(500)]
+    with make() as h:
+        h.process_batch([(k, 1) for k in keys])
+        futures = snapshot_operator_state_sync(h.operator, 7, 0)
+        table = h.keyed_state_backend.get_state_table("_op_state")
+        assert table.has_pinned()
+        for _ in range(_PINNED_BATCHES + 1):
+            h.process_batch([(k, 1) for k in keys[:100]])
+        assert not table.has_pinned()
+        h.process_batch([(k, 1) for k in keys])
+        snapshot = futures.finalize()
+    assert snapshot.checkpoint_id == 7
+    [keyed] = snapshot.keyed_state
+    stored = {key: value for states in keyed.key_groups.values() for key, _, value in states["_op_state"]}
+    assert stored == {k: (k, 1) for k in keys}
+    last = h.extract_output_values()[-len(keys):]
+    assert last == [(k, _PINNED_BATCHES + 3 if i < 100 else 2) for i, k in enumerate(keys)]

@@ -12,7 +12,7 @@ from rill.datastream.checkpointed_function import CheckpointedFunction
 from rill.operators.context import StreamOperatorContext
 from rill.operators.process import KeyedProcessOperator
 from rill.operators.simple import StreamMap
-from rill.operators.state_initializer import StreamTaskStateInitializer
+from rill.operators.state_initializer import StreamTaskStateInitializer, snapshot_operator_state_sync
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness, OneInputStreamOperatorTestHarness
 from rill.state import (
     DefaultOperatorStateBackend,
@@ -69,6 +69,21 @@ def test_keyed_state_and_both_kinds_of_timers_survive_a_snapshot():
     after.process_watermark(15)
     assert after.extract_output_values()[-1] == ("timer", "b", 15, 1)
     after.close()
+
+
+def test_the_sync_part_keeps_timers_and_state_of_its_time_while_timers_fire_and_come():
+    with keyed_harness() as h:
+        for i, key in enumerate(["a", "b", "c", "a"]):
+            h.process_element((key, i), i)
+        expected = h.snapshot(checkpoint_id=4)
+        futures = snapshot_operator_state_sync(h.operator, 4, 0)
+        h.process_element(("d", 1), 7)       # new key, new timers
+        h.process_watermark(100)             # every event-time timer fires and goes
+        h.set_processing_time(10_000)        # and every processing-time timer
+        assert h.num_event_time_timers() == 0 and h.num_processing_time_timers() == 0
+        got = futures.finalize()
+    assert got.timers == expected.timers and got.timers["user-timers"].key_groups
+    assert got.keyed_state == expected.keyed_state
 
 
 def test_restored_timers_are_registered_when_the_operator_asks_for_its_timer_service():

@@ -217,6 +217,76 @@ def test_later_updates_and_in_place_mutation_do_not_leak_into_a_snapshot(make_ke
     assert _read(restored, KEYS[0]) == _expected(0)
 
 
+def _mutate_every_kind(backend: KeyedStateBackend) -> None:
+    """Updates, in-place mutation of stored values and of values handed out, removals, new
+    keys and namespaces, merges: everything that must not reach a snapshot taken before."""
+    for i, key in enumerate(KEYS):
+        backend.set_current_key(key)
+        backend.get_or_create_keyed_state(VALUE).update(1000 + i)
+        backend.get_or_create_keyed_state(LIST).add(99)                   # appends to the stored list
+        backend.get_or_create_keyed_state(LIST).get().append(98)          # mutates the list handed out
+        backend.get_or_create_keyed_state(MAP).get("m").append(99)        # mutates a stored user value
+        backend.get_or_create_keyed_state(MAP).put("n", 1)
+        backend.get_or_create_keyed_state(REDUCING).add(5)
+        backend.get_or_create_keyed_state(AGGREGATING).add(5)
+        backend.get_partitioned_state("window-1", VALUE).clear()
+        backend.get_partitioned_state("window-2", LIST).add(i)
+    backend.set_current_key("a-new-key")
+    backend.get_or_create_keyed_state(VALUE).update(7)
+
+
+def _mutated(i: int) -> tuple:
+    return (1000 + i, [i, i + 1, 99, 98], [i, 99], i + 5, 2, None)
+
+
+def test_prepared_resources_keep_the_state_as_it_was_prepared(make_keyed):
+    backend = make_keyed()
+    _fill(backend)
+    resources = backend.sync_prepare_resources()
+    _mutate_every_kind(backend)
+    snapshot = resources.async_snapshot()
+    resources.release()
+    restored = make_keyed()
+    restored.restore([snapshot])
+    for i, key in enumerate(KEYS):
+        assert _read(restored, key) == _expected(i)
+        assert _read(backend, key) == _mutated(i)  # the live state kept every update
+    restored.set_current_key("a-new-key")
+    assert restored.get_or_create_keyed_state(VALUE).value() is None
+    assert restored.num_key_value_state_entries() == 6 * len(KEYS)
+    assert backend.num_key_value_state_entries() == 6 * len(KEYS) + 1
+
+
+def test_two_snapshots_in_a_row_and_updates_between_them(make_keyed):
+    backend = make_keyed()
+    _fill(backend)
+    first = backend.sync_prepare_resources()
+    second = backend.sync_prepare_resources()  # nothing touched in between: the same view
+    backend.set_current_key(KEYS[1])
+    backend.get_or_create_keyed_state(LIST).add(99)
+    third = backend.sync_prepare_resources()
+    _mutate_every_kind(backend)
+    snapshots = [r.async_snapshot() for r in (first, second, third)]
+    for i, snapshot in enumerate(snapshots):
+        restored = make_keyed()
+        restored.restore([snapshot])
+        expected_1 = _expected(1)
+        if i == 2:
+            expected_1 = (1, [1, 2, 99]) + expected_1[2:]
+        assert _read(restored, KEYS[1]) == expected_1
+        assert _read(restored, KEYS[2]) == _expected(2)
+
+
+def test_released_resources_refuse_a_snapshot(make_keyed):
+    backend = make_keyed()
+    _fill(backend)
+    resources = backend.sync_prepare_resources()
+    resources.release()
+    resources.release()
+    with pytest.raises(RuntimeError, match="released"):
+        resources.async_snapshot()
+
+
 def test_restoring_does_not_share_values_with_the_snapshot(make_keyed):
     backend = make_keyed()
     _fill(backend)
@@ -279,6 +349,8 @@ def test_a_disposed_backend_refuses_state_and_snapshots(make_keyed):
         backend.get_or_create_keyed_state(VALUE)
     with pytest.raises(RuntimeError):
         backend.snapshot()
+    with pytest.raises(RuntimeError):
+        backend.sync_prepare_resources()
     with pytest.raises(RuntimeError):
         backend.restore([snapshot])
 

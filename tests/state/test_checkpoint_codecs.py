@@ -51,6 +51,14 @@ def test_extension_types_are_the_documented_ones():
     assert encode_objects([(1,), "x"]) == [encode_object((1,)), encode_object("x")]
 
 
+@pytest.mark.parametrize("length", [0, 1, 2, 3, 4, 6, 8, 14, 15, 16, 17, 250, 255, 256, 65_535, 65_536, 70_000])
+def test_the_batch_encoding_of_tuples_is_the_packers_byte_for_byte(length):
+    # encode_objects writes tuple headers itself: every header size msgpack can choose
+    values = [("x" * length,), ("x" * length, 1, (2, ["y"])), (), ((1,),)]
+    assert encode_objects(values) == [encode_object(v) for v in values]
+    assert [decode_object(b) for b in encode_objects(values)] == values
+
+
 def test_unknown_extension_and_garbage_are_refused():
     with pytest.raises(ValueError, match="Unknown msgpack extension type 9"):
         decode_object(msgpack.packb(msgpack.ExtType(9, b"")))

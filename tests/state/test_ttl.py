@@ -663,3 +663,19 @@ def test_the_backend_snapshot_leaves_out_expired_values_only_with_cleanup_full_s
     restored.restore([snapshot])
     restored.set_current_key("new")
     assert restored.get_or_create_keyed_state(descriptor).value() == 2
+
+
+def test_incremental_cleanup_never_deletes_from_a_snapshot_taken_mid_key_group(clock):
+    # one key group: the cleanup cursor sits inside the key group that the snapshot pins
+    backend = HeapKeyedStateBackend(KeyGroupRange(0, 0), 1, ttl_time_provider=clock)
+    state = backend.get_or_create_keyed_state(with_ttl(ValueStateDescriptor("v"), ttl(incremental=(1, False))))
+    _write_keys(backend, state, ["a", "b", "c", "d", "e"])
+    backend.set_current_key("absent")
+    state.value()  # the cursor entered the key group
+    resources = backend.sync_prepare_resources()
+    clock.set(T0 + TTL_MS)
+    for _ in range(10):
+        state.value()
+    assert backend.get_state_table("v").size() == 0  # the live state was cleaned up
+    snapshot = resources.async_snapshot()
+    assert sorted(key for key, _, _ in snapshot.entries("v", 0)) == ["a", "b", "c", "d", "e"]

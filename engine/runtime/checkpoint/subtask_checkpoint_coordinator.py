@@ -5,13 +5,20 @@ order:
    still emit here: what it emits belongs before the barrier);
 2. the :class:`~rill.network.events.CheckpointBarrier` on every output, after the records
    already written (``RecordWriter.broadcast_event`` flushes first: aligned checkpoints);
-3. the synchronous snapshot of every operator (:func:`~rill.operators.state_initializer.snapshot_operator_state`:
-   the backends copy what they hold, so later updates do not leak into it);
-4. the asynchronous part on the task's checkpoint thread: each operator's state is written
+3. the synchronous snapshot of every operator
+   (:func:`~rill.operators.state_initializer.snapshot_operator_state_sync`: operator state and
+   timers are copied, the keyed state backend pins a copy-on-write view in O(key groups), so
+   later updates do not leak into it);
+4. the asynchronous part on the task's checkpoint thread: each operator's record is built from
+   that view (``OperatorSnapshotFutures.finalize``), written
    through the checkpoint's :class:`~rill.state.checkpoint.storage.CheckpointStorageLocation`
    and the coordinator is acknowledged with the handles and the
    :class:`~rill.runtime.checkpoint.checkpoint_options.CheckpointMetrics`; a failure declines
    the checkpoint (``CHECKPOINT_ASYNC_EXCEPTION``).
+
+The synchronous duration in the acknowledgement's metrics is step 3 alone, as Flink's
+``takeSnapshotSync`` measures it: not the pre-barrier hooks, nor the barrier's emission (which
+waits for buffers under backpressure).
 
 A failure of the synchronous part declines the checkpoint (``CHECKPOINT_DECLINED``) without
 failing the task; the coordinator's tolerable-failure count decides about the job. Before a
@@ -30,11 +37,10 @@ from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 
 from rill.network.events import CancelCheckpointMarker, CheckpointBarrier
 from rill.operators.base import attribute_error
-from rill.operators.state_initializer import snapshot_operator_state
+from rill.operators.state_initializer import OperatorSnapshotFutures, snapshot_operator_state_sync
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import CheckpointMetaData, CheckpointMetrics, CheckpointOptions
 from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
-from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 
 __all__ = ["SubtaskCheckpointCoordinator"]
 
@@ -76,7 +82,6 @@ class SubtaskCheckpointCoordinator:
         """Take this task's part of checkpoint ``metadata.checkpoint_id``: barrier out,
         synchronous snapshot, asynchronous write and acknowledgement (see the module)."""
         cid, ts = metadata.checkpoint_id, metadata.timestamp
-        start_ns = time.monotonic_ns()
         start_delay_ms = max(0.0, time.time() * 1000 - ts)
         operators = self._chain.all_operators  # tail first
         head_first = list(reversed(operators))
@@ -90,10 +95,11 @@ class SubtaskCheckpointCoordinator:
             barrier = CheckpointBarrier(cid, ts, options)
             for writer in self._writers:
                 writer.broadcast_event(barrier)
-            states: List[Tuple[str, OperatorSubtaskState]] = []
+            sync_start_ns = time.monotonic_ns()
+            states: List[Tuple[str, OperatorSnapshotFutures]] = []
             for cfg, op in operators:
                 try:
-                    states.append((str(cfg.operator_id), snapshot_operator_state(op, cid, ts)))
+                    states.append((str(cfg.operator_id), snapshot_operator_state_sync(op, cid, ts)))
                 except BaseException as e:
                     attribute_error(e, cfg.operator_name)
                     raise
@@ -105,7 +111,7 @@ class SubtaskCheckpointCoordinator:
                 CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING if closing
                 else CheckpointFailureReason.CHECKPOINT_DECLINED, f"{self._name}: {type(e).__name__}: {e}"))
             return
-        sync_ms = (time.monotonic_ns() - start_ns) / 1e6
+        sync_ms = (time.monotonic_ns() - sync_start_ns) / 1e6
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix=f"{self._name} async checkpoint")
@@ -115,13 +121,14 @@ class SubtaskCheckpointCoordinator:
         future.add_done_callback(self._running.discard)
 
     def _async_part(self, checkpoint_id: int, options: CheckpointOptions,
-                    states: List[Tuple[str, OperatorSubtaskState]], timings) -> None:
+                    states: List[Tuple[str, OperatorSnapshotFutures]], timings) -> None:
         sync_ms, alignment_ms, start_delay_ms = timings
         start_ns = time.monotonic_ns()
         try:
             location = options.target_location
             handles = {}
-            for operator_id, state in states:
+            for operator_id, futures in states:
+                state = futures.finalize()
                 handles[operator_id] = (location.write_operator_subtask_state(operator_id, self._subtask_index, state)
                                         if state.has_state() else None)
             size = sum(h.state_size for h in handles.values() if h is not None)
