@@ -20,6 +20,12 @@ it only marks the reader and queues it on its connection. A buffer taken from th
 there is no credit (to reach an event behind it, or to learn the backlog) waits in a one-entry
 stash, so order is kept and the producer's pool slot stays taken until the buffer is
 serialized; the slot is freed (the buffer recycled) as soon as the buffer is serialized.
+
+Priority events (the barrier of an unaligned checkpoint) are at the head of the subpartition's
+queue; the reader sends one, flagged ``FLAG_PRIORITY`` and without credit, as soon as it has
+finished the payload it is sending and its stash: those left the subpartition before the event
+was added, so they must reach the receiver before it (the receiver stores them as the
+channel's in-flight data; the producer stored only what the event overtook in its queue).
 """
 
 from __future__ import annotations
@@ -205,9 +211,9 @@ class CreditBasedViewReader:
                 if view.is_released():  # type: ignore[union-attr]
                     return self._producer_released()
                 return None
-            item, self.view_has_more, self._view_backlog = result
+            item, self.view_has_more, self._view_backlog, priority = result
             if not isinstance(item, Buffer):
-                return self._event_frame(item)
+                return self._event_frame(item, priority)
             self._stash = item
         if not self.credit.can_send():
             self._mark_blocked()
@@ -271,7 +277,7 @@ class CreditBasedViewReader:
                               sequence & _U32_MAX, backlog if backlog < _U32_MAX else _U32_MAX, flags, count)
         return header, chunk
 
-    def _event_frame(self, event) -> tuple:
+    def _event_frame(self, event, priority: bool = False) -> tuple:
         try:
             payload = self._serializer.serialize_event(event)
         except Exception as error:  # noqa: BLE001
@@ -280,7 +286,8 @@ class CreditBasedViewReader:
         self.events_sent += 1
         self.bytes_sent += len(payload)
         self._view.add_bytes_sent(len(payload))
-        frame = self._frame(messages.FLAG_EVENT | messages.FLAG_LAST_SEGMENT, payload)
+        flags = messages.FLAG_EVENT | messages.FLAG_LAST_SEGMENT
+        frame = self._frame(flags | messages.FLAG_PRIORITY if priority else flags, payload)
         if isinstance(event, EndOfPartitionEvent):
             self.release()  # as Flink: the view is released once EndOfPartition is written
         return frame

@@ -54,6 +54,8 @@ class PipelinedSubpartition(ResultSubpartition):
         self._num_events = 0
         self._num_bytes_sent = 0
         self._serializer = None
+        #: priority events at the head of the queue, not yet polled
+        self._num_priority = 0
 
     @property
     def subpartition_index(self) -> int:
@@ -96,6 +98,27 @@ class PipelinedSubpartition(ResultSubpartition):
             view.notify_data_available()
         return True
 
+    def add_priority_event(self, event: Any) -> Optional[list]:
+        """See :meth:`ResultSubpartition.add_priority_event`. One lock acquisition; the
+        overtaken buffers are listed, not copied (a buffer's lists are never mutated once it
+        is queued: a sender rebinds them when it serializes or recycles)."""
+        with self._lock:
+            if self._released:
+                return None
+            if self._finished:
+                raise RuntimeError(
+                    f"Cannot add priority event {event!r} to subpartition {self._index} of partition "
+                    f"{self._parent.partition_id}: it is finished (EndOfPartition was added)")
+            queue = self._queue
+            overtaken = [(b.values, b.timestamps, b.serialized) for b in queue if isinstance(b, Buffer)]
+            queue.appendleft(event)
+            self._num_priority += 1
+            self._num_events += 1
+            view = self._view
+        if view is not None:
+            view.notify_priority_event()
+        return overtaken
+
     def finish(self) -> None:
         view = None
         with self._lock:
@@ -118,6 +141,7 @@ class PipelinedSubpartition(ResultSubpartition):
             buffers = [item for item in self._queue if isinstance(item, Buffer)]
             self._queue.clear()
             self._backlog = 0
+            self._num_priority = 0
             view = self._view
         for buffer in buffers:
             buffer.recycle_buffer()
@@ -151,6 +175,9 @@ class PipelinedSubpartition(ResultSubpartition):
             item = queue.popleft()
             if isinstance(item, Buffer):
                 self._backlog -= 1
+            elif self._num_priority:  # priority events are the head of the queue
+                self._num_priority -= 1
+                return BufferAndBacklog(item, bool(queue), self._backlog, True)
             return BufferAndBacklog(item, bool(queue), self._backlog)
 
     def set_remote_serializer(self, serializer) -> None:
@@ -165,6 +192,7 @@ class PipelinedSubpartition(ResultSubpartition):
             buffers = [item for item in self._queue if isinstance(item, Buffer)]
             self._queue.clear()
             self._backlog = 0
+            self._num_priority = 0
             first = not self._consumed
             self._consumed = True
         for buffer in buffers:
@@ -225,7 +253,20 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
     def __init__(self, parent: PipelinedSubpartition, availability_listener: BufferAvailabilityListener) -> None:
         self._parent = parent
         self._listener = availability_listener
+        self._priority_listener: Optional[BufferAvailabilityListener] = None
         self._released = False
+
+    def set_priority_listener(self, listener: Optional[BufferAvailabilityListener]) -> None:
+        """Call ``listener`` (instead of the availability listener) when a priority event was
+        put ahead of the queue: a local input channel has its gate poll it next (Flink's
+        ``notifyPriorityEvent``). Set right after the view was created."""
+        self._priority_listener = listener
+
+    def notify_priority_event(self) -> None:
+        if self._released:
+            return
+        listener = self._priority_listener
+        (listener or self._listener)()
 
     def get_next_buffer(self) -> Optional[BufferAndBacklog]:
         if self._released:

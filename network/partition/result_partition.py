@@ -168,6 +168,19 @@ class ResultPartition:
         for subpartition in self._subpartitions:
             subpartition.add(event)
 
+    def broadcast_priority_event(self, event: Any) -> list:
+        """Put ``event`` ahead of the queued data of every subpartition (Flink's
+        ``BufferWritingResultPartition.broadcastEvent`` of a priority event: the barrier of an
+        unaligned checkpoint overtakes the in-flight buffers, FLIP-76).
+
+        :returns: per subpartition, the buffers it overtook
+            (:meth:`PipelinedSubpartition.add_priority_event`; ``[]`` for a released one).
+        :raises TypeError, RuntimeError, PartitionReleasedError: as :meth:`add_event`.
+        """
+        self._check_event(event)
+        self._check_in_produce_state()
+        return [s.add_priority_event(event) or [] for s in self._subpartitions]
+
     def finish(self) -> None:
         """End every subpartition with EndOfPartitionEvent; later emits raise. Idempotent.
 

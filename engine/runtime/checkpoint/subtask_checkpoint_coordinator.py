@@ -3,15 +3,23 @@ order:
 
 1. ``prepare_snapshot_pre_barrier`` on every operator of the chain, head first (an operator may
    still emit here: what it emits belongs before the barrier);
-2. the :class:`~rill.network.events.CheckpointBarrier` on every output, after the records
-   already written (``RecordWriter.broadcast_event`` flushes first: aligned checkpoints);
+2. the :class:`~rill.network.events.CheckpointBarrier` on every output: aligned, after the
+   records already written (``RecordWriter.broadcast_event`` flushes first); unaligned
+   (FLIP-76), ahead of them as a priority event (``RecordWriter.broadcast_priority_event``),
+   the data it overtook going to the checkpoint's
+   :class:`~rill.runtime.checkpoint.channel_state_writer.ChannelStateWriter`;
 3. the synchronous snapshot of every operator (:func:`~rill.operators.state_initializer.snapshot_operator_state`:
    the backends copy what they hold, so later updates do not leak into it);
 4. the asynchronous part on the task's checkpoint thread: each operator's state is written
    through the checkpoint's :class:`~rill.state.checkpoint.storage.CheckpointStorageLocation`
    and the coordinator is acknowledged with the handles and the
    :class:`~rill.runtime.checkpoint.checkpoint_options.CheckpointMetrics`; a failure declines
-   the checkpoint (``CHECKPOINT_ASYNC_EXCEPTION``).
+   the checkpoint (``CHECKPOINT_ASYNC_EXCEPTION``). Unaligned, it starts once the channel
+   state writer completed (every input channel delivered the barrier: the in-flight data is
+   known), and the in-flight data is written with the head operator's state.
+
+A source task's trigger whose options allow an aligned-checkpoint timeout that has already
+passed (the task was busy, e.g. back-pressured) takes the checkpoint unaligned, as Flink's.
 
 A failure of the synchronous part declines the checkpoint (``CHECKPOINT_DECLINED``) without
 failing the task; the coordinator's tolerable-failure count decides about the job. Before a
@@ -24,6 +32,7 @@ Threading: everything but the asynchronous part runs on the task thread.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import logging
 import time
 from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
@@ -31,6 +40,7 @@ from typing import Any, Callable, List, Optional, Sequence, Set, Tuple
 from rill.network.events import CancelCheckpointMarker, CheckpointBarrier
 from rill.operators.base import attribute_error
 from rill.operators.state_initializer import snapshot_operator_state
+from rill.runtime.checkpoint.channel_state_writer import ChannelStateWriter
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import CheckpointMetaData, CheckpointMetrics, CheckpointOptions
 from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
@@ -72,12 +82,23 @@ class SubtaskCheckpointCoordinator:
 
     # -- the checkpoint (task thread) ---------------------------------------------------------
     def checkpoint_state(self, metadata: CheckpointMetaData, options: CheckpointOptions,
-                         alignment_duration_ms: float = 0.0) -> None:
+                         alignment_duration_ms: float = 0.0,
+                         channel_state: Optional[ChannelStateWriter] = None) -> None:
         """Take this task's part of checkpoint ``metadata.checkpoint_id``: barrier out,
-        synchronous snapshot, asynchronous write and acknowledgement (see the module)."""
+        synchronous snapshot, asynchronous write and acknowledgement (see the module).
+
+        :param channel_state: of an unaligned checkpoint at a task with inputs, the writer its
+            barrier handler made (the acknowledgement waits for it); a source task's is made here.
+        """
         cid, ts = metadata.checkpoint_id, metadata.timestamp
         start_ns = time.monotonic_ns()
         start_delay_ms = max(0.0, time.time() * 1000 - ts)
+        if options.is_timeoutable() and start_delay_ms >= options.aligned_checkpoint_timeout_ms:
+            options = options.to_unaligned()
+        unaligned = options.is_unaligned()
+        own_writer = unaligned and channel_state is None
+        if own_writer:
+            channel_state = ChannelStateWriter(cid)
         operators = self._chain.all_operators  # tail first
         head_first = list(reversed(operators))
         try:
@@ -88,8 +109,11 @@ class SubtaskCheckpointCoordinator:
                     attribute_error(e, cfg.operator_name)
                     raise
             barrier = CheckpointBarrier(cid, ts, options)
-            for writer in self._writers:
-                writer.broadcast_event(barrier)
+            for partition_index, writer in enumerate(self._writers):
+                if unaligned:
+                    channel_state.add_output_data(partition_index, writer.broadcast_priority_event(barrier))
+                else:
+                    writer.broadcast_event(barrier)
             states: List[Tuple[str, OperatorSubtaskState]] = []
             for cfg, op in operators:
                 try:
@@ -98,6 +122,8 @@ class SubtaskCheckpointCoordinator:
                     attribute_error(e, cfg.operator_name)
                     raise
         except Exception as e:  # noqa: BLE001 - a failed snapshot declines, the task goes on
+            if channel_state is not None:
+                channel_state.abort()
             closing = self._task_cancelled()
             if not closing:
                 _LOG.warning("%s: checkpoint %d failed in its synchronous part: %s", self._name, cid, e)
@@ -106,19 +132,40 @@ class SubtaskCheckpointCoordinator:
                 else CheckpointFailureReason.CHECKPOINT_DECLINED, f"{self._name}: {type(e).__name__}: {e}"))
             return
         sync_ms = (time.monotonic_ns() - start_ns) / 1e6
+        if channel_state is None:
+            self._submit(cid, options, states, (sync_ms, alignment_duration_ms, start_delay_ms), None)
+            return
+        channel_state.on_done(
+            lambda alignment_ms: self._submit(cid, options, states, (sync_ms, alignment_ms, start_delay_ms),
+                                              channel_state),
+            lambda: None)
+        if own_writer:  # no input to wait for
+            channel_state.complete(0.0)
+
+    def _submit(self, checkpoint_id: int, options: CheckpointOptions,
+                states: List[Tuple[str, OperatorSubtaskState]], timings,
+                channel_state: Optional[ChannelStateWriter]) -> None:
+        if self._closed:
+            return
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix=f"{self._name} async checkpoint")
-        future = self._executor.submit(self._async_part, cid, options, states,
-                                       (sync_ms, alignment_duration_ms, start_delay_ms))
+        future = self._executor.submit(self._async_part, checkpoint_id, options, states, timings, channel_state)
         self._running.add(future)
         future.add_done_callback(self._running.discard)
 
     def _async_part(self, checkpoint_id: int, options: CheckpointOptions,
-                    states: List[Tuple[str, OperatorSubtaskState]], timings) -> None:
+                    states: List[Tuple[str, OperatorSubtaskState]], timings,
+                    channel_state: Optional[ChannelStateWriter]) -> None:
         sync_ms, alignment_ms, start_delay_ms = timings
         start_ns = time.monotonic_ns()
+        persisted = 0
         try:
+            if channel_state is not None:  # the in-flight data goes with the head operator's state
+                encoded = channel_state.encode()
+                persisted = encoded.persisted_data_bytes
+                head_id, head_state = states[-1]
+                states = states[:-1] + [(head_id, dataclasses.replace(head_state, channel_state=encoded))]
             location = options.target_location
             handles = {}
             for operator_id, state in states:
@@ -126,7 +173,7 @@ class SubtaskCheckpointCoordinator:
                                         if state.has_state() else None)
             size = sum(h.state_size for h in handles.values() if h is not None)
             metrics = CheckpointMetrics(sync_ms, (time.monotonic_ns() - start_ns) / 1e6, alignment_ms,
-                                        start_delay_ms, size)
+                                        start_delay_ms, size, persisted, options.is_unaligned())
         except Exception as e:  # noqa: BLE001 - Flink's CHECKPOINT_ASYNC_EXCEPTION
             _LOG.warning("%s: checkpoint %d failed writing its state: %s", self._name, checkpoint_id, e)
             self._responder.decline_checkpoint(self._attempt_id, checkpoint_id, CheckpointException(

@@ -277,10 +277,7 @@ class JobMaster:
 
     # -- checkpoints (rill.runtime.checkpoint) -----------------------------------------------
     def _create_checkpoint_coordinator(self) -> None:
-        """The checkpoint coordinator, when checkpointing is enabled.
-
-        :raises NotImplementedError: for unaligned checkpoints (not built yet).
-        """
+        """The checkpoint coordinator, when checkpointing is enabled."""
         options = self.checkpointing_options
         if not options.enabled:
             return

@@ -28,6 +28,7 @@ from rill.operators.source_operator import InputStatus
 from rill.operators.state_initializer import StreamTaskStateInitializer
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks
 from rill.runtime.checkpoint.barrier_handler import CheckpointBarrierHandler, create_barrier_handler
+from rill.runtime.checkpoint.channel_state_writer import recovered_input, recovered_output
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetaData, CheckpointOptions
 from rill.runtime.checkpoint.stop_mode import StopMode
@@ -41,6 +42,7 @@ from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.operators.base import attribute_error
 from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
 from rill.runtime.watermark_alignment import SourceWatermarkAlignment
+from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot
 
 __all__ = ["StreamTask", "OneInputStreamTask", "TwoInputStreamTask", "SourceOperatorStreamTask", "CancelTaskException"]
 
@@ -105,6 +107,35 @@ class StreamTask:
         )
         return self.state_initializer.initialize(ctx, self._restored_operator_state(cfg))
 
+    def _restored_channel_state(self) -> ChannelStateSnapshot:
+        """The in-flight data of the unaligned checkpoint the deployment restores from (stored
+        with the head operator), read on the task thread; empty when there is none."""
+        restore = self.env.task_restore
+        if restore is None:
+            return ChannelStateSnapshot()
+        return restore.read_channel_state(str(self.operator_chain.head_config.operator_id))
+
+    def _send_recovered_output(self, channel_state: ChannelStateSnapshot) -> None:
+        """Send the restored output buffers first, each to its subpartition, before anything the
+        task produces (Flink's ``RecoveredChannelStateHandler`` of the result subpartitions);
+        under backpressure this waits for pool buffers as any output does."""
+        partitions = self.env.result_partitions
+        for partition_index, buffers in recovered_output(channel_state).items():
+            if partition_index >= len(partitions):
+                raise ValueError(
+                    f"{self.env.task_name_with_subtasks}: the restored in-flight data names output partition "
+                    f"{partition_index}, but the task has {len(partitions)} (the job's graph changed)")
+            partition = partitions[partition_index]
+            for subpartition, values, timestamps in buffers:
+                buffer = partition.request_buffer_blocking()
+                partition.emit_buffer(buffer.set_contents(values, timestamps), subpartition)
+
+    def _process_recovered_input(self, channel_state: ChannelStateSnapshot) -> None:
+        """Process the restored input buffers before any new input (a network task)."""
+        if channel_state.input_channels:
+            raise ValueError(f"{self.env.task_name_with_subtasks}: the restored in-flight data has input "
+                             "buffers, but the task has no network input (the job's graph changed)")
+
     def _restored_operator_state(self, cfg):
         """The state the deployment restores operator ``cfg`` from, read here on the task thread
         from its handle (Flink's ``TaskStateManager.prioritizedOperatorState``), or ``None``."""
@@ -122,6 +153,10 @@ class StreamTask:
         self.operator_chain = OperatorChain(env.vertex, env.record_writers, self._operator_context)
         self.init_input()
         self.operator_chain.initialize_state_and_open()
+        channel_state = self._restored_channel_state()
+        if not channel_state.is_empty():
+            self._send_recovered_output(channel_state)
+            self._process_recovered_input(channel_state)
         if env.checkpoint_responder is not None:
             self.subtask_checkpoint_coordinator = SubtaskCheckpointCoordinator(
                 env.task_name_with_subtasks, env.subtask_index, env.attempt_id, self.operator_chain,
@@ -202,13 +237,16 @@ class StreamTask:
             coordinator.checkpoint_state(metadata, options)
 
     def trigger_checkpoint_on_barrier(self, metadata: CheckpointMetaData, options: CheckpointOptions,
-                                      alignment_duration_ms: float) -> None:
-        """Every input delivered the barrier (task thread; called by the barrier handler)."""
+                                      alignment_duration_ms: float, channel_state=None) -> None:
+        """Every input delivered the barrier, or the first one of an unaligned checkpoint did
+        (with its ``ChannelStateWriter``) (task thread; called by the barrier handler)."""
         coordinator = self.subtask_checkpoint_coordinator
         if coordinator is not None:
             if options.stop_mode is not None:
                 self._begin_stop(metadata.checkpoint_id, options.stop_mode)
-            coordinator.checkpoint_state(metadata, options, alignment_duration_ms)
+            coordinator.checkpoint_state(metadata, options, alignment_duration_ms, channel_state)
+        elif channel_state is not None:
+            channel_state.abort()
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, cause: CheckpointException) -> None:
         """The inputs cannot align on ``checkpoint_id`` (task thread; the barrier handler)."""
@@ -367,6 +405,11 @@ class _NetworkInputStreamTask(StreamTask):
                 values = buffer.values
                 self.metrics.num_records_in += len(values)
                 self.metrics.num_buffers_in += 1
+                handler = self._barrier_handler
+                if handler is not None:  # an unaligned checkpoint stores what it processes
+                    writer = handler.channel_state_writer
+                    if writer is not None and writer.active:
+                        writer.add_input_buffer(gate.gate_index, boe.channel_index, values, buffer.timestamps)
                 try:
                     inp.process_batch(values, buffer.timestamps)
                 finally:
@@ -400,6 +443,21 @@ class _NetworkInputStreamTask(StreamTask):
             attribute_error(e, self._head_name)
             raise
 
+    def _process_recovered_input(self, channel_state: ChannelStateSnapshot) -> None:
+        by_gate = {g.gate_index: inp for g, inp in self._gates}
+        for gate_index, _channel, values, timestamps in recovered_input(channel_state):
+            inp = by_gate.get(gate_index)
+            if inp is None:
+                raise ValueError(
+                    f"{self.env.task_name_with_subtasks}: the restored in-flight data names input gate "
+                    f"{gate_index}, which the task does not have (the job's graph changed)")
+            self.metrics.num_records_in += len(values)
+            try:
+                inp.process_batch(values, timestamps)
+            except BaseException as e:
+                attribute_error(e, self._head_name)
+                raise
+
     def _checkpoint_aborted(self, checkpoint_id: int) -> None:
         if self._barrier_handler is not None:
             self._barrier_handler.on_checkpoint_aborted(checkpoint_id)
@@ -416,11 +474,16 @@ class _NetworkInputStreamTask(StreamTask):
 
     def _barriers(self, alignment: AlignmentType) -> CheckpointBarrierHandler:
         handler = self._barrier_handler
-        if handler is None:  # the job's mode is the same for all its checkpoints
-            handler = self._barrier_handler = create_barrier_handler(alignment, self, [g for g, _ in self._gates])
+        if handler is None:  # exactly-once or at-least-once: the same for all the job's checkpoints
+            handler = self._barrier_handler = create_barrier_handler(
+                alignment, self, [g for g, _ in self._gates], self._register_checkpoint_timer)
             if self._aborted_before_handler:
                 handler.on_checkpoint_aborted(self._aborted_before_handler)
         return handler
+
+    def _register_checkpoint_timer(self, deadline_ms: int, callback):
+        """A processing-time timer for the barrier handler (the aligned-checkpoint timeout)."""
+        return self.processing_time_service.register_timer(deadline_ms, lambda _ts: callback())
 
     def _emit(self, inp: _LogicalInput, watermark: Optional[int], status) -> None:
         if watermark is not None:

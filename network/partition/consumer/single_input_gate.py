@@ -147,6 +147,24 @@ class SingleInputGate(InputGate):
         if listener is not None:
             listener()
 
+    def notify_priority_event(self, channel: InputChannel) -> None:
+        """``channel`` has a priority event at its head (the barrier of an unaligned checkpoint):
+        queue it first, ahead of every channel with data, so that the next poll returns the
+        event (Flink's ``SingleInputGate.notifyPriorityEvent``). Fires the availability
+        listener if the gate had nothing to read. Thread-safe; O(channels) per event."""
+        index = channel.channel_index
+        with self._lock:
+            if self._closed or self._finished_channels[index] or self._blocked[index]:
+                return
+            queue = self._channels_with_data
+            if self._queued[index]:
+                queue.remove(channel)
+            self._queued[index] = True
+            queue.appendleft(channel)
+            listener = self._listener if len(queue) == 1 else None
+        if listener is not None:
+            listener()
+
     def poll_next(self) -> Optional[BufferOrEvent]:
         """The next buffer or event, or ``None`` if no channel has data (never blocks).
 

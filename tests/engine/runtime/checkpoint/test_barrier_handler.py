@@ -18,7 +18,7 @@ from rill.network import (
     SingleInputGate,
 )
 from rill.network.events import EndOfPartitionEvent
-from rill.runtime.checkpoint.barrier_handler import AlignedBarrierHandler, BarrierTracker
+from rill.runtime.checkpoint.barrier_handler import BarrierTracker, SingleCheckpointBarrierHandler
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointFailureReason
 
 
@@ -79,7 +79,7 @@ def drain(gate, handler, seen):
 def test_aligned_blocks_a_channel_from_its_barrier_until_every_channel_delivered_it(network):
     (p0, p1), gate = network
     task, seen = RecordingTask(), []
-    handler = AlignedBarrierHandler(task, [gate])
+    handler = SingleCheckpointBarrierHandler(task, [gate])
     send(p0, [1], CheckpointBarrier(1, 0), [2])
     send(p1, [10])
     drain(gate, handler, seen)
@@ -94,7 +94,7 @@ def test_aligned_blocks_a_channel_from_its_barrier_until_every_channel_delivered
 def test_an_ended_channel_counts_as_aligned(network):
     (p0, p1), gate = network
     task, seen = RecordingTask(), []
-    handler = AlignedBarrierHandler(task, [gate])
+    handler = SingleCheckpointBarrierHandler(task, [gate])
     send(p0, CheckpointBarrier(3, 0), [2])
     drain(gate, handler, seen)
     assert task.calls == [] and seen == []
@@ -106,7 +106,7 @@ def test_an_ended_channel_counts_as_aligned(network):
 def test_a_newer_barrier_abandons_the_alignment_in_progress(network):
     (p0, p1), gate = network
     task, seen = RecordingTask(), []
-    handler = AlignedBarrierHandler(task, [gate])
+    handler = SingleCheckpointBarrierHandler(task, [gate])
     send(p0, CheckpointBarrier(1, 0), [2], CheckpointBarrier(2, 0))
     send(p1, [10], CheckpointBarrier(2, 0), [11])
     drain(gate, handler, seen)
@@ -117,7 +117,7 @@ def test_a_newer_barrier_abandons_the_alignment_in_progress(network):
 def test_a_cancellation_marker_gives_the_checkpoint_up_and_resumes(network):
     (p0, p1), gate = network
     task, seen = RecordingTask(), []
-    handler = AlignedBarrierHandler(task, [gate])
+    handler = SingleCheckpointBarrierHandler(task, [gate])
     send(p0, CheckpointBarrier(1, 0), [2])
     send(p1, CancelCheckpointMarker(1), [10], CheckpointBarrier(1, 0))
     drain(gate, handler, seen)
@@ -128,7 +128,7 @@ def test_a_cancellation_marker_gives_the_checkpoint_up_and_resumes(network):
 def test_an_aborted_checkpoint_stops_the_alignment(network):
     (p0, p1), gate = network
     task, seen = RecordingTask(), []
-    handler = AlignedBarrierHandler(task, [gate])
+    handler = SingleCheckpointBarrierHandler(task, [gate])
     send(p0, CheckpointBarrier(1, 0), [2])
     drain(gate, handler, seen)
     assert seen == [] and gate.is_blocked(0)
