@@ -20,6 +20,7 @@ savepoint is aborted the task runs on.
 from __future__ import annotations
 
 import threading
+import time
 from typing import List, Optional
 
 from rill.network.events import CancelCheckpointMarker, CheckpointBarrier, EndOfPartitionEvent
@@ -152,6 +153,7 @@ class StreamTask:
         env = self.env
         self.operator_chain = OperatorChain(env.vertex, env.record_writers, self._operator_context)
         self.init_input()
+        self._setup_output_availability()
         self.operator_chain.initialize_state_and_open()
         channel_state = self._restored_channel_state()
         if not channel_state.is_empty():
@@ -304,6 +306,43 @@ class StreamTask:
     def _checkpoint_aborted(self, checkpoint_id: int) -> None:
         """Input side of an aborted checkpoint (a network task stops aligning on it)."""
 
+    # -- output availability (task thread) ----------------------------------------------------
+    def _setup_output_availability(self) -> None:
+        """With checkpoints on, the default action does not start while an output pool has no
+        free buffer (Flink's ``StreamTask.processInput`` waiting on ``getAvailableFuture`` of
+        its record writers): the task waits in the mailbox, where a checkpoint trigger runs at
+        once, instead of blocking in a writer where no mail runs. The wait counts as
+        back-pressured time, not idle time."""
+        self._output_pools = [p.buffer_pool for p in self.env.result_partitions
+                              if p.buffer_pool is not None] if self.env.checkpointing_enabled else []
+        self._output_wait_ns = 0
+        self._output_wait_since: Optional[int] = None
+        if self._output_pools:
+            idle, back_pressured = self.metrics.idle_ns, self.metrics.back_pressured_ns
+            self.metrics.idle_ns = lambda: max(0, idle() - self._output_waited_ns())
+            self.metrics.back_pressured_ns = lambda: back_pressured() + self._output_waited_ns()
+
+    def _output_waited_ns(self) -> int:
+        since = self._output_wait_since
+        return self._output_wait_ns + (0 if since is None else time.monotonic_ns() - since)
+
+    def _waits_for_output(self, controller) -> bool:
+        """Whether an output pool is exhausted: the default action is then suspended until a
+        buffer is recycled (one check per batch or buffer, not per record)."""
+        since = self._output_wait_since
+        if since is not None:
+            self._output_wait_ns += time.monotonic_ns() - since
+            self._output_wait_since = None
+        for pool in self._output_pools:
+            if pool.is_available():
+                continue
+            suspension = controller.suspend_default_action()
+            if pool.add_availability_listener(suspension.resume):
+                self._output_wait_since = time.monotonic_ns()
+                return True
+            suspension.resume()  # a buffer came back meanwhile
+        return False
+
     # -- input ------------------------------------------------------------------------------
     def init_input(self) -> None:
         pass
@@ -385,6 +424,8 @@ class _NetworkInputStreamTask(StreamTask):
         return None
 
     def _process_input(self, controller) -> None:
+        if self._output_pools and self._waits_for_output(controller):
+            return
         polled = self._poll()
         if polled is None:
             if all(self._finished):
@@ -546,6 +587,8 @@ class SourceOperatorStreamTask(StreamTask):
         if self._stop_savepoint_id is not None:  # took a synchronous savepoint: reads no more
             if not self._waits_for_stop(controller):
                 controller.all_actions_completed()
+            return
+        if self._output_pools and self._waits_for_output(controller):
             return
         if not self._alignment_checked:  # the operators are open from the first action on
             self._setup_alignment()
