@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..buffer.buffer import Buffer
 from ..events import END_OF_PARTITION_EVENT
@@ -56,6 +56,9 @@ class PipelinedSubpartition(ResultSubpartition):
         self._serializer = None
         #: priority events at the head of the queue, not yet polled
         self._num_priority = 0
+        #: an event whose polling is reported (add_timeoutable_event), and to whom
+        self._watched_event: Any = None
+        self._watched_callback: Optional[Callable[[], None]] = None
 
     @property
     def subpartition_index(self) -> int:
@@ -97,6 +100,48 @@ class PipelinedSubpartition(ResultSubpartition):
         if view is not None:
             view.notify_data_available()
         return True
+
+    def add_timeoutable_event(self, event: Any, on_polled: Callable[[], None]) -> bool:
+        """Append ``event`` (the barrier of an aligned checkpoint that may time out, Flink's
+        timeoutable barrier) and call ``on_polled()`` (on the consumer's or network thread)
+        when the consumer takes it, unless :meth:`convert_to_priority_event` moved it first.
+        One event is watched at a time (a newer one replaces an older one's watch).
+
+        :returns: ``False`` if the subpartition was released (nothing is added or reported).
+        :raises RuntimeError: if the subpartition is finished.
+        """
+        with self._lock:
+            if not self._released and not self._finished:
+                self._watched_event, self._watched_callback = event, on_polled
+        return self.add(event)
+
+    def convert_to_priority_event(self, event: Any, replacement: Any) -> Optional[list]:
+        """If ``event`` is still queued, take it out and put ``replacement`` ahead of the queue
+        as a priority event (Flink's ``PipelinedSubpartition.alignedBarrierTimeout``: the
+        barrier of an aligned checkpoint that timed out overtakes the data before it).
+
+        :returns: the buffers ``replacement`` overtook (as :meth:`add_priority_event`: those
+            that were ahead of ``event``), or ``None`` if ``event`` is no longer queued.
+        """
+        with self._lock:
+            queue = self._queue
+            if self._released or not any(item is event for item in queue):
+                return None
+            overtaken = []
+            for item in queue:
+                if item is event:
+                    break
+                if isinstance(item, Buffer):
+                    overtaken.append((item.values, item.timestamps, item.serialized))
+            queue.remove(event)
+            queue.appendleft(replacement)
+            self._num_priority += 1
+            if self._watched_event is event:
+                self._watched_event = self._watched_callback = None
+            view = self._view
+        if view is not None:
+            view.notify_priority_event()
+        return overtaken
 
     def add_priority_event(self, event: Any) -> Optional[list]:
         """See :meth:`ResultSubpartition.add_priority_event`. One lock acquisition; the
@@ -175,10 +220,16 @@ class PipelinedSubpartition(ResultSubpartition):
             item = queue.popleft()
             if isinstance(item, Buffer):
                 self._backlog -= 1
-            elif self._num_priority:  # priority events are the head of the queue
+                return BufferAndBacklog(item, bool(queue), self._backlog)
+            if self._num_priority:  # priority events are the head of the queue
                 self._num_priority -= 1
                 return BufferAndBacklog(item, bool(queue), self._backlog, True)
-            return BufferAndBacklog(item, bool(queue), self._backlog)
+            if item is not self._watched_event:
+                return BufferAndBacklog(item, bool(queue), self._backlog)
+            callback, self._watched_event, self._watched_callback = self._watched_callback, None, None
+            result = BufferAndBacklog(item, bool(queue), self._backlog)
+        callback()
+        return result
 
     def set_remote_serializer(self, serializer) -> None:
         """Serialize the buffers added from now on with ``serializer``, on the adding thread

@@ -63,6 +63,16 @@ class ResultSubpartition(abc.ABC):
         """
 
     @abc.abstractmethod
+    def add_timeoutable_event(self, event: Any, on_polled: Callable[[], None]) -> bool:
+        """Append ``event`` and report when the consumer takes it (see
+        :meth:`PipelinedSubpartition.add_timeoutable_event`)."""
+
+    @abc.abstractmethod
+    def convert_to_priority_event(self, event: Any, replacement: Any) -> Optional[list]:
+        """Move a still queued ``event`` ahead of the queue as ``replacement`` (see
+        :meth:`PipelinedSubpartition.convert_to_priority_event`)."""
+
+    @abc.abstractmethod
     def add_priority_event(self, event: Any) -> Optional[list]:
         """Put ``event`` ahead of everything queued (Flink's ``PipelinedSubpartition.add`` of a
         priority event: the barrier of an unaligned checkpoint, FLIP-76) and tell the view at

@@ -59,6 +59,11 @@ class SubtaskCheckpointCoordinator:
     :param operator_chain: the task's ``OperatorChain`` (``all_operators``: tail first).
     :param record_writers: every output of the task.
     :param responder: a :class:`CheckpointResponder`.
+    :param register_timer: ``(deadline epoch ms, callback) -> timer with cancel()``: runs
+        ``callback`` on the task thread (the task's processing-time service); with
+        ``run_on_task_thread`` (``(callback) -> None``, any thread: a mail), what a timeoutable
+        aligned checkpoint needs on the output side (see :meth:`checkpoint_state`); without
+        them such a checkpoint stays aligned at this task's outputs.
     :param task_cancelled: ``() -> bool``: whether the task is being cancelled; a synchronous
         part that fails then (a writer's buffer pool destroyed under it) declines with
         ``CHECKPOINT_DECLINED_TASK_CLOSING``, which does not count towards the tolerable
@@ -68,7 +73,8 @@ class SubtaskCheckpointCoordinator:
 
     def __init__(self, task_name_with_subtasks: str, subtask_index: int, attempt_id: str, operator_chain,
                  record_writers: Sequence[Any], responder: CheckpointResponder,
-                 task_cancelled: Callable[[], bool] = lambda: False) -> None:
+                 task_cancelled: Callable[[], bool] = lambda: False, register_timer=None,
+                 run_on_task_thread: Optional[Callable[[Callable[[], None]], None]] = None) -> None:
         self._name = task_name_with_subtasks
         self._subtask_index = subtask_index
         self._attempt_id = attempt_id
@@ -76,6 +82,8 @@ class SubtaskCheckpointCoordinator:
         self._writers = list(record_writers)
         self._responder = responder
         self._task_cancelled = task_cancelled
+        self._register_timer = register_timer
+        self._run_on_task_thread = run_on_task_thread
         self._executor: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._running: Set[concurrent.futures.Future] = set()
         self._closed = False
@@ -89,6 +97,13 @@ class SubtaskCheckpointCoordinator:
 
         :param channel_state: of an unaligned checkpoint at a task with inputs, the writer its
             barrier handler made (the acknowledgement waits for it); a source task's is made here.
+
+        An aligned checkpoint with a timeout (``options.is_timeoutable()``) watches its barriers
+        in the output subpartitions (Flink's timeoutable barriers): once every consumer took its
+        barrier the task acknowledges, aligned; if some barrier is still queued at the timeout
+        (the trigger time plus ``aligned_checkpoint_timeout_ms``), it overtakes the data before
+        it as a priority event with unaligned options, that data is stored as the task's
+        output channel state, and the task acknowledges the checkpoint as unaligned.
         """
         cid, ts = metadata.checkpoint_id, metadata.timestamp
         start_ns = time.monotonic_ns()
@@ -109,9 +124,15 @@ class SubtaskCheckpointCoordinator:
                     attribute_error(e, cfg.operator_name)
                     raise
             barrier = CheckpointBarrier(cid, ts, options)
+            watch = (None if unaligned or not options.is_timeoutable() or self._register_timer is None
+                     or self._run_on_task_thread is None or not self._writers
+                     else _TimeoutableBarriers(barrier, self._writers))
             for partition_index, writer in enumerate(self._writers):
                 if unaligned:
                     channel_state.add_output_data(partition_index, writer.broadcast_priority_event(barrier))
+                elif watch is not None:
+                    writer.broadcast_timeoutable_event(barrier, watch.on_polled_callback(
+                        partition_index, self._run_on_task_thread))
                 else:
                     writer.broadcast_event(barrier)
             states: List[Tuple[str, OperatorSubtaskState]] = []
@@ -132,6 +153,12 @@ class SubtaskCheckpointCoordinator:
                 else CheckpointFailureReason.CHECKPOINT_DECLINED, f"{self._name}: {type(e).__name__}: {e}"))
             return
         sync_ms = (time.monotonic_ns() - start_ns) / 1e6
+        if watch is not None:  # acknowledged once every barrier left, or converted at the timeout
+            timings = (sync_ms, alignment_duration_ms, start_delay_ms)
+            watch.on_done(lambda converted: self._submit(
+                cid, options.to_unaligned() if converted is not None else options, states, timings, converted))
+            watch.timer = self._register_timer(ts + options.aligned_checkpoint_timeout_ms, watch.on_timeout)
+            return
         if channel_state is None:
             self._submit(cid, options, states, (sync_ms, alignment_duration_ms, start_delay_ms), None)
             return
@@ -224,3 +251,53 @@ class SubtaskCheckpointCoordinator:
         self._closed = True
         if self._executor is not None:
             self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+class _TimeoutableBarriers:
+    """The barriers of one timeoutable aligned checkpoint in a task's output subpartitions
+    (task thread): which ones a consumer has not taken yet, and what happens at the timeout."""
+
+    def __init__(self, barrier: CheckpointBarrier, writers: Sequence[Any]) -> None:
+        self.barrier = barrier
+        self._writers = list(writers)
+        self._waiting = {(p, s) for p, w in enumerate(self._writers)
+                         for s in range(w.partition.get_number_of_subpartitions())}
+        self._on_done: Optional[Callable[[Optional[ChannelStateWriter]], None]] = None
+        self._done = False
+        self.timer = None
+
+    def on_polled_callback(self, partition_index: int, run_on_task_thread) -> Callable[[int], None]:
+        """What a partition calls (consumer or network thread) as a consumer takes a barrier."""
+        return lambda subpartition: run_on_task_thread(lambda: self._on_polled(partition_index, subpartition))
+
+    def on_done(self, callback: Callable[[Optional[ChannelStateWriter]], None]) -> None:
+        """``callback(None)`` when every barrier left aligned, ``callback(writer)`` with the
+        output data the converted ones overtook."""
+        self._on_done = callback
+        if not self._waiting:
+            self._finish(None)
+
+    def _on_polled(self, partition_index: int, subpartition: int) -> None:
+        self._waiting.discard((partition_index, subpartition))
+        if not self._waiting and self._on_done is not None:
+            self._finish(None)
+
+    def on_timeout(self) -> None:
+        if self._done:
+            return
+        barrier = self.barrier
+        replacement = CheckpointBarrier(barrier.checkpoint_id, barrier.timestamp, barrier.options.to_unaligned())
+        writer = ChannelStateWriter(barrier.checkpoint_id)
+        for partition_index, w in enumerate(self._writers):
+            overtaken = w.partition.convert_to_priority_event(barrier, replacement)
+            writer.add_output_data(partition_index, [o or [] for o in overtaken])
+        self._finish(writer)
+
+    def _finish(self, converted: Optional[ChannelStateWriter]) -> None:
+        if self._done:
+            return
+        self._done = True
+        timer, self.timer = self.timer, None
+        if timer is not None:
+            timer.cancel()
+        self._on_done(converted)

@@ -203,6 +203,7 @@ class JobMaster:
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
                     channel_timeline=timeline,
                     checkpointing_enabled=self.checkpointing_options.enabled,
+                    unaligned_checkpoints=self.checkpointing_options.enabled and self.checkpointing_options.unaligned,
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))

@@ -35,6 +35,7 @@ from rill.runtime.checkpoint.checkpoint_options import AlignmentType, Checkpoint
 from rill.runtime.checkpoint.stop_mode import StopMode
 from rill.runtime.checkpoint.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
+from rill.runtime.mailbox import MailboxClosedError
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
@@ -162,7 +163,8 @@ class StreamTask:
         if env.checkpoint_responder is not None:
             self.subtask_checkpoint_coordinator = SubtaskCheckpointCoordinator(
                 env.task_name_with_subtasks, env.subtask_index, env.attempt_id, self.operator_chain,
-                env.record_writers, env.checkpoint_responder, self._cancel_requested.is_set)
+                env.record_writers, env.checkpoint_responder, self._cancel_requested.is_set,
+                self._register_checkpoint_timer, self._run_on_task_thread)
         timeout = env.buffer_timeout_ms
         if env.record_writers and timeout is not None and timeout > 0:
             writers = env.record_writers
@@ -306,15 +308,28 @@ class StreamTask:
     def _checkpoint_aborted(self, checkpoint_id: int) -> None:
         """Input side of an aborted checkpoint (a network task stops aligning on it)."""
 
+    def _register_checkpoint_timer(self, deadline_ms: int, callback):
+        """A processing-time timer for the aligned-checkpoint timeout (barrier handler, output
+        barriers); ``callback()`` runs on the task thread."""
+        return self.processing_time_service.register_timer(deadline_ms, lambda _ts: callback())
+
+    def _run_on_task_thread(self, callback) -> None:
+        """Run ``callback`` as a checkpoint mail (any thread); dropped once the task ends."""
+        try:
+            self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT).execute(callback, "checkpoint event")
+        except MailboxClosedError:
+            pass
+
     # -- output availability (task thread) ----------------------------------------------------
     def _setup_output_availability(self) -> None:
-        """With checkpoints on, the default action does not start while an output pool has no
-        free buffer (Flink's ``StreamTask.processInput`` waiting on ``getAvailableFuture`` of
-        its record writers): the task waits in the mailbox, where a checkpoint trigger runs at
-        once, instead of blocking in a writer where no mail runs. The wait counts as
-        back-pressured time, not idle time."""
+        """With unaligned checkpoints, the default action does not start while an output pool
+        has no free buffer (Flink's ``StreamTask.processInput`` waiting on
+        ``getAvailableFuture`` of its record writers): the task waits in the mailbox, where a
+        checkpoint trigger runs at once, instead of blocking in a writer where no mail runs
+        (the trigger would wait for the backlog it is meant to overtake). The wait counts as
+        back-pressured time, not idle time. Other jobs keep blocking in the writer."""
         self._output_pools = [p.buffer_pool for p in self.env.result_partitions
-                              if p.buffer_pool is not None] if self.env.checkpointing_enabled else []
+                              if p.buffer_pool is not None] if self.env.unaligned_checkpoints else []
         self._output_wait_ns = 0
         self._output_wait_since: Optional[int] = None
         if self._output_pools:
@@ -521,10 +536,6 @@ class _NetworkInputStreamTask(StreamTask):
             if self._aborted_before_handler:
                 handler.on_checkpoint_aborted(self._aborted_before_handler)
         return handler
-
-    def _register_checkpoint_timer(self, deadline_ms: int, callback):
-        """A processing-time timer for the barrier handler (the aligned-checkpoint timeout)."""
-        return self.processing_time_service.register_timer(deadline_ms, lambda _ts: callback())
 
     def _emit(self, inp: _LogicalInput, watermark: Optional[int], status) -> None:
         if watermark is not None:

@@ -198,6 +198,17 @@ class RecordWriter:
                                 None))
         return overtaken
 
+    def broadcast_timeoutable_event(self, event: Any, on_polled) -> None:
+        """:meth:`broadcast_event`, reporting ``on_polled(channel)`` as each consumer takes the
+        event (:meth:`ResultPartition.broadcast_timeoutable_event`).
+
+        :raises TypeError, RuntimeError: as :meth:`broadcast_event`.
+        """
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        self.flush_all()
+        self.partition.broadcast_timeoutable_event(event, on_polled)
+
     def emit_watermark(self, watermark: Any) -> None:
         """Broadcast a :class:`~rill.common.streamrecord.Watermark` in order with the records
         (Flink's ``RecordWriterOutput.emitWatermark``)."""
