@@ -16,14 +16,15 @@ the bytes, serializing only buffers queued before it asked for the view.
 
 Threading model: everything runs on the network thread, except :meth:`CreditBasedViewReader.notify_data_available`,
 which the producer calls (through the view) when the subpartition goes from empty to non-empty;
-it only marks the reader and queues it on its connection. A buffer taken from the view while
-there is no credit (to reach an event behind it, or to learn the backlog) waits in a one-entry
+it only marks the reader and queues it on its connection. Without credit the reader leaves a
+buffer at the head of the view in the subpartition (``next_is_buffer``), so that a priority
+event added meanwhile overtakes it; a view that cannot peek gives its next buffer to a one-entry
 stash, so order is kept and the producer's pool slot stays taken until the buffer is
 serialized; the slot is freed (the buffer recycled) as soon as the buffer is serialized.
 
 Priority events (the barrier of an unaligned checkpoint) are at the head of the subpartition's
 queue; the reader sends one, flagged ``FLAG_PRIORITY`` and without credit, as soon as it has
-finished the payload it is sending and its stash: those left the subpartition before the event
+finished the payload it is sending (and a stash): those left the subpartition before the event
 was added, so they must reach the receiver before it (the receiver stores them as the
 channel's in-flight data; the producer stored only what the event overtook in its queue).
 """
@@ -184,7 +185,13 @@ class CreditBasedViewReader:
             return False
         if self._payload is not None or self._stash is not None:
             return self.credit.can_send()
-        return self.view_has_more
+        if not self.view_has_more:
+            return False
+        view = self._view
+        if self.credit.can_send() or view is None or not view.next_is_buffer():
+            return True
+        self._mark_blocked()  # data queued, no credit: back-pressured from now
+        return False
 
     # ------------------------------------------------------------------ producing frames
 
@@ -205,6 +212,9 @@ class CreditBasedViewReader:
             return self._next_segment()
         if self._stash is None:
             view = self._view
+            if not self.credit.can_send() and view.next_is_buffer():  # type: ignore[union-attr]
+                self._mark_blocked()  # the buffer stays queued: a priority event may overtake it
+                return None
             result = view.get_next_buffer()  # type: ignore[union-attr]
             if result is None:
                 self.view_has_more = False

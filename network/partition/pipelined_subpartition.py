@@ -328,6 +328,14 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
         """See :meth:`ResultSubpartitionView.set_remote_serializer`."""
         self._parent.set_remote_serializer(serializer)
 
+    def next_is_buffer(self) -> bool:
+        """See :meth:`ResultSubpartitionView.next_is_buffer`. Lock-free: only this view's
+        reader takes entries, and an entry put ahead meanwhile notifies it again."""
+        try:
+            return not self._released and isinstance(self._parent._queue[0], Buffer)
+        except IndexError:
+            return False
+
     def poll_next(self) -> Optional[Any]:
         if self._released:
             return None
