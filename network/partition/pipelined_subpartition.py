@@ -328,6 +328,10 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
         """See :meth:`ResultSubpartitionView.set_remote_serializer`."""
         self._parent.set_remote_serializer(serializer)
 
+    def has_priority_event(self) -> bool:
+        """See :meth:`ResultSubpartitionView.has_priority_event` (lock-free, as :meth:`next_is_buffer`)."""
+        return not self._released and self._parent._num_priority > 0
+
     def next_is_buffer(self) -> bool:
         """See :meth:`ResultSubpartitionView.next_is_buffer`. Lock-free: only this view's
         reader takes entries, and an entry put ahead meanwhile notifies it again."""

@@ -39,6 +39,10 @@ class ResultSubpartitionView(abc.ABC):
         (the sender takes the entry and holds it)."""
         return False
 
+    def has_priority_event(self) -> bool:
+        """Whether a priority event is at the head (a peek). The default: ``False``."""
+        return False
+
     def notify_priority_event(self) -> None:
         """Called by the subpartition when a priority event was put ahead of its queue
         (:meth:`~rill.network.partition.result_subpartition.ResultSubpartition.add_priority_event`).

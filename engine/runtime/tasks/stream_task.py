@@ -419,6 +419,26 @@ class _NetworkInputStreamTask(StreamTask):
         self._aborted_before_handler = 0  # the newest checkpoint given up before the first barrier
         for g, _ in self._gates:
             g.set_availability_listener(self._on_input_available)
+            if self.env.unaligned_checkpoints:
+                g.set_priority_listener(self._on_priority_event)
+
+    def _on_priority_event(self) -> None:
+        """A barrier of an unaligned checkpoint reached an input (any thread): it is taken in a
+        mail, also while input processing waits for output buffers (FLIP-76: processed as soon
+        as it arrives)."""
+        self._run_on_task_thread(self._process_priority_events)
+
+    def _process_priority_events(self) -> None:
+        for idx, (gate, _inp) in enumerate(self._gates):
+            while not self._finished[idx] and gate.has_priority_event():
+                boe = gate.poll_next()
+                if boe is None:
+                    break
+                try:
+                    self._barriers(boe.event.options.alignment).process_barrier(boe.event, gate, boe.channel_index)
+                except BaseException as e:
+                    attribute_error(e, self._head_name)
+                    raise
 
     def _on_input_available(self) -> None:
         s = self._suspension

@@ -76,6 +76,11 @@ class InputChannel(abc.ABC):
         if gate is not None:
             gate.notify_priority_event(self)
 
+    def has_priority_event(self) -> bool:
+        """Whether the next entry is a priority event (consuming-task thread). The default:
+        ``False``."""
+        return False
+
     def take_inflight_buffers(self) -> list:
         """The data that reached this channel before the priority event it returned last and
         is still queued behind it, as ``(payload, compressed)`` pairs (records serialized by

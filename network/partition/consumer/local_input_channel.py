@@ -65,6 +65,10 @@ class LocalInputChannel(InputChannel):
             return None
         return BufferAndAvailability(result.item, result.more_available)
 
+    def has_priority_event(self) -> bool:
+        view = self._view
+        return view is not None and not self._released and view.has_priority_event()
+
     def release(self) -> None:
         if self._released:
             return

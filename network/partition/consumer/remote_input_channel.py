@@ -507,6 +507,12 @@ class RemoteInputChannel(InputChannel):
             queue.appendleft(entry)
         self.notify_priority_event()
 
+    def has_priority_event(self) -> bool:
+        """Whether the next queued entry is a priority event."""
+        with self._lock:
+            queue = self._queue
+            return bool(queue) and queue[0][0] is None and bool(queue[0][2] & messages.FLAG_PRIORITY)
+
     def take_inflight_buffers(self) -> list:
         """See :meth:`InputChannel.take_inflight_buffers`: the payloads queued when the last
         priority event arrived, copied (a payload's memory is reused once it is decoded)."""
