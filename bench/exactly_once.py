@@ -1,6 +1,7 @@
 """The exactly-once suite (issue 11), in the spirit of Flink's ``StreamCheckpointingITCase``:
-a job counts N records over 40 keys at parallelism 4 with aligned EXACTLY_ONCE checkpoints
-every 500 ms into an exactly-once ``FileSink``; one failure is injected at a random record
+a job counts N records over 40 keys at parallelism 4 with EXACTLY_ONCE checkpoints (aligned, or
+unaligned with ``--unaligned``: FLIP-76, in-flight data stored and replayed) every 500 ms into an
+exactly-once ``FileSink``; one failure is injected at a random record
 between 40% and 70% of the input (or the first record after it that comes once a checkpoint
 completed, so that there is one to restore); after the restart (from the latest completed one) the
 committed output must hold every record exactly once and every key's counts must be exactly
@@ -18,6 +19,7 @@ script runs as many as asked::
 
     python -m bench.exactly_once --runs 200 --records 1000000 --mode embedded --kind exception
     python -m bench.exactly_once --runs 50 --mode cluster --kind kill-task-process
+    python -m bench.exactly_once --runs 50 --unaligned
 """
 
 from __future__ import annotations
@@ -166,12 +168,15 @@ class CountPerKey(KeyedProcessFunction):
 RATE = 200_000
 
 
-def build_job(env, n: int, out_dir: str, fail_at: int, kind: str, markers: str, rate: float = RATE) -> None:
-    """The suite's job on ``env``: checkpoints every 500 ms (aligned EXACTLY_ONCE), one
-    restart without delay, source (``rate`` records/s in all) → failure injector →
-    key_by(record % 40) → count → FileSink."""
+def build_job(env, n: int, out_dir: str, fail_at: int, kind: str, markers: str, rate: float = RATE,
+              unaligned: bool = False) -> None:
+    """The suite's job on ``env``: checkpoints every 500 ms (EXACTLY_ONCE, aligned or
+    ``unaligned``), one restart without delay, source (``rate`` records/s in all) → failure
+    injector → key_by(record % 40) → count → FileSink."""
     env.set_parallelism(PARALLELISM)
     env.enable_checkpointing(INTERVAL_MS)
+    if unaligned:
+        env.get_checkpoint_config().enable_unaligned_checkpoints()
     conf = env.get_configuration()
     conf.set_string("restart-strategy.type", "fixed-delay")
     conf.set_string("restart-strategy.fixed-delay.attempts", "1")
@@ -235,7 +240,7 @@ class RunResult:
 
 def run_once(make_env: Callable[[], object], seed: int, kind: str, n: int, work_dir: str,
              kill_task_executor: Optional[Callable[[int], None]] = None, timeout_s: float = 300,
-             rate: float = RATE) -> RunResult:
+             rate: float = RATE, unaligned: bool = False) -> RunResult:
     """One seeded run: build, run to the end, check. ``kill_task_executor(pid)`` kills the
     TaskExecutor hosting task process ``pid`` (``kill-task-executor`` only).
 
@@ -243,12 +248,13 @@ def run_once(make_env: Callable[[], object], seed: int, kind: str, n: int, work_
     """
     rng = random.Random(seed)
     fail_at = rng.randint(int(0.4 * n), int(0.7 * n))
-    print(f"exactly-once run: seed={seed} kind={kind} records={n} fail_at={fail_at}", flush=True)
+    print(f"exactly-once run: seed={seed} kind={kind} records={n} fail_at={fail_at} "
+          f"checkpoints={'unaligned' if unaligned else 'aligned'}", flush=True)
     out_dir, markers = os.path.join(work_dir, "out"), os.path.join(work_dir, "markers")
     os.makedirs(out_dir)
     os.makedirs(markers)
     env = make_env()
-    build_job(env, n, out_dir, fail_at, kind, markers, rate)
+    build_job(env, n, out_dir, fail_at, kind, markers, rate, unaligned)
     start = time.monotonic()
     client = env.execute_async(f"exactly-once seed {seed}")
     if kind == "kill-task-executor":
@@ -276,6 +282,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rate", type=float, default=RATE, help="records/s over all readers (0: unthrottled)")
     parser.add_argument("--seed", type=int, default=None, help="first seed (default: random); run i uses seed+i")
     parser.add_argument("--mode", choices=("embedded", "cluster"), default="embedded")
+    parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints (FLIP-76)")
     parser.add_argument("--kind", choices=KINDS, action="append",
                         help="failure kinds, cycled over the runs (default: exception; the kill kinds need "
                              "--mode cluster)")
@@ -311,7 +318,7 @@ def main(argv=None) -> int:
                     os.kill(hosting[0], signal.SIGKILL)
 
                 r = run_once(make_env, first + i, kind, args.records, os.path.join(tmp, f"run-{i}"), kill_te,
-                             rate=args.rate)
+                             rate=args.rate, unaligned=args.unaligned)
                 results.append(r)
                 print(f"  ok: {r.seconds:.1f} s, failed at record {r.failed_at}, {r.completed_checkpoints} checkpoints "
                       f"completed, "

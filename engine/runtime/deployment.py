@@ -88,6 +88,8 @@ class TaskDeploymentDescriptor:
         or ``None``.
     :param checkpointing_enabled: whether the job takes checkpoints (what operators see as
         ``StreamOperatorContext.checkpointing_enabled``).
+    :param unaligned_checkpoints: whether its checkpoints may be unaligned (FLIP-76): the task
+        then waits for output buffers in its mailbox, where a trigger runs at once.
     :param task_restore: the state to restore the subtask's operators from (a
         ``rill.runtime.checkpoint.job_manager_task_restore.JobManagerTaskRestore``: the
         checkpoint id and per generated operator id a handle the task reads), or ``None`` to
@@ -116,6 +118,7 @@ class TaskDeploymentDescriptor:
     channel_timeline: Optional[ChannelTimelineSettings] = None
     task_restore: Any = None
     checkpointing_enabled: bool = False
+    unaligned_checkpoints: bool = False
 
     @property
     def task_name_with_subtasks(self) -> str:

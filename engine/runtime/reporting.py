@@ -41,7 +41,8 @@ def run_progress_bar(client, interval_s: float = 0.2) -> None:
 def format_checkpoint_line(stats) -> Optional[str]:
     """One line about a job's checkpoints from its ``CheckpointStatsSnapshot`` (``None``
     without checkpointing): counts, then the latest completed checkpoint's end-to-end duration,
-    size and its slowest subtask's synchronous, asynchronous and alignment parts (ms)."""
+    size and its slowest subtask's synchronous, asynchronous and alignment parts (ms), and, for
+    an unaligned one, ``unaligned, <n> bytes in flight`` (the in-flight data it stored)."""
     if stats is None:
         return None
     c = stats.counts
@@ -53,6 +54,8 @@ def format_checkpoint_line(stats) -> Optional[str]:
                  f"{latest.state_size_bytes:,} bytes, sync {latest.sync_checkpoint_duration_ms:.1f} ms, "
                  f"async {latest.async_checkpoint_duration_ms:.1f} ms, "
                  f"alignment {latest.alignment_duration_ms:.1f} ms")
+        if latest.unaligned_checkpoint:
+            line += f", unaligned, {latest.persisted_data_bytes:,} bytes in flight"
     return line
 
 

@@ -23,7 +23,9 @@ ErrorResponse        0x21  server   receiver_id[16] (zeros: the whole connection
 ``receiver_id`` is the consuming channel's id (Flink's ``InputChannelID``): one connection
 multiplexes every channel between two processes. BufferResponse flags: ``FLAG_EVENT``,
 ``FLAG_COMPRESSED``, ``FLAG_LAST_SEGMENT`` (the payload's last segment; a payload that fits one
-segment has it set).
+segment has it set), ``FLAG_PRIORITY`` (with ``FLAG_EVENT``: a priority event, the barrier of an
+unaligned checkpoint, which the receiver puts ahead of the entries it queued; Flink's
+``PRIORITIZED_EVENT_BUFFER``; like every event it takes no credit).
 
 ``buffers`` is how many network buffers (segments) the frame carries, each one credit (Flink's
 ``BufferResponse.numOfPartialBuffers``, FLINK-33743, counted from 1): a sender with credit for
@@ -62,6 +64,7 @@ __all__ = [
     "FLAG_EVENT",
     "FLAG_COMPRESSED",
     "FLAG_LAST_SEGMENT",
+    "FLAG_PRIORITY",
     "HELLO_FLOW_CONTROL",
     "ERROR_PARTITION_NOT_FOUND",
     "ERROR_PARTITION_RELEASED",
@@ -111,6 +114,7 @@ ERROR_RESPONSE = 0x21
 FLAG_EVENT = 0x01
 FLAG_COMPRESSED = 0x02
 FLAG_LAST_SEGMENT = 0x04
+FLAG_PRIORITY = 0x08
 
 HELLO_FLOW_CONTROL = 0x01
 

@@ -16,10 +16,17 @@ the bytes, serializing only buffers queued before it asked for the view.
 
 Threading model: everything runs on the network thread, except :meth:`CreditBasedViewReader.notify_data_available`,
 which the producer calls (through the view) when the subpartition goes from empty to non-empty;
-it only marks the reader and queues it on its connection. A buffer taken from the view while
-there is no credit (to reach an event behind it, or to learn the backlog) waits in a one-entry
+it only marks the reader and queues it on its connection. Without credit the reader leaves a
+buffer at the head of the view in the subpartition (``next_is_buffer``), so that a priority
+event added meanwhile overtakes it; a view that cannot peek gives its next buffer to a one-entry
 stash, so order is kept and the producer's pool slot stays taken until the buffer is
 serialized; the slot is freed (the buffer recycled) as soon as the buffer is serialized.
+
+Priority events (the barrier of an unaligned checkpoint) are at the head of the subpartition's
+queue; the reader sends one, flagged ``FLAG_PRIORITY`` and without credit, as soon as it has
+finished the payload it is sending (and a stash): those left the subpartition before the event
+was added, so they must reach the receiver before it (the receiver stores them as the
+channel's in-flight data; the producer stored only what the event overtook in its queue).
 """
 
 from __future__ import annotations
@@ -178,7 +185,13 @@ class CreditBasedViewReader:
             return False
         if self._payload is not None or self._stash is not None:
             return self.credit.can_send()
-        return self.view_has_more
+        if not self.view_has_more:
+            return False
+        view = self._view
+        if self.credit.can_send() or view is None or not view.next_is_buffer():
+            return True
+        self._mark_blocked()  # data queued, no credit: back-pressured from now
+        return False
 
     # ------------------------------------------------------------------ producing frames
 
@@ -199,15 +212,18 @@ class CreditBasedViewReader:
             return self._next_segment()
         if self._stash is None:
             view = self._view
+            if not self.credit.can_send() and view.next_is_buffer():  # type: ignore[union-attr]
+                self._mark_blocked()  # the buffer stays queued: a priority event may overtake it
+                return None
             result = view.get_next_buffer()  # type: ignore[union-attr]
             if result is None:
                 self.view_has_more = False
                 if view.is_released():  # type: ignore[union-attr]
                     return self._producer_released()
                 return None
-            item, self.view_has_more, self._view_backlog = result
+            item, self.view_has_more, self._view_backlog, priority = result
             if not isinstance(item, Buffer):
-                return self._event_frame(item)
+                return self._event_frame(item, priority)
             self._stash = item
         if not self.credit.can_send():
             self._mark_blocked()
@@ -271,7 +287,7 @@ class CreditBasedViewReader:
                               sequence & _U32_MAX, backlog if backlog < _U32_MAX else _U32_MAX, flags, count)
         return header, chunk
 
-    def _event_frame(self, event) -> tuple:
+    def _event_frame(self, event, priority: bool = False) -> tuple:
         try:
             payload = self._serializer.serialize_event(event)
         except Exception as error:  # noqa: BLE001
@@ -280,7 +296,8 @@ class CreditBasedViewReader:
         self.events_sent += 1
         self.bytes_sent += len(payload)
         self._view.add_bytes_sent(len(payload))
-        frame = self._frame(messages.FLAG_EVENT | messages.FLAG_LAST_SEGMENT, payload)
+        flags = messages.FLAG_EVENT | messages.FLAG_LAST_SEGMENT
+        frame = self._frame(flags | messages.FLAG_PRIORITY if priority else flags, payload)
         if isinstance(event, EndOfPartitionEvent):
             self.release()  # as Flink: the view is released once EndOfPartition is written
         return frame

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import deque
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from ..buffer.buffer import Buffer
 from ..events import END_OF_PARTITION_EVENT
@@ -54,6 +54,11 @@ class PipelinedSubpartition(ResultSubpartition):
         self._num_events = 0
         self._num_bytes_sent = 0
         self._serializer = None
+        #: priority events at the head of the queue, not yet polled
+        self._num_priority = 0
+        #: an event whose polling is reported (add_timeoutable_event), and to whom
+        self._watched_event: Any = None
+        self._watched_callback: Optional[Callable[[], None]] = None
 
     @property
     def subpartition_index(self) -> int:
@@ -96,6 +101,69 @@ class PipelinedSubpartition(ResultSubpartition):
             view.notify_data_available()
         return True
 
+    def add_timeoutable_event(self, event: Any, on_polled: Callable[[], None]) -> bool:
+        """Append ``event`` (the barrier of an aligned checkpoint that may time out, Flink's
+        timeoutable barrier) and call ``on_polled()`` (on the consumer's or network thread)
+        when the consumer takes it, unless :meth:`convert_to_priority_event` moved it first.
+        One event is watched at a time (a newer one replaces an older one's watch).
+
+        :returns: ``False`` if the subpartition was released (nothing is added or reported).
+        :raises RuntimeError: if the subpartition is finished.
+        """
+        with self._lock:
+            if not self._released and not self._finished:
+                self._watched_event, self._watched_callback = event, on_polled
+        return self.add(event)
+
+    def convert_to_priority_event(self, event: Any, replacement: Any) -> Optional[list]:
+        """If ``event`` is still queued, take it out and put ``replacement`` ahead of the queue
+        as a priority event (Flink's ``PipelinedSubpartition.alignedBarrierTimeout``: the
+        barrier of an aligned checkpoint that timed out overtakes the data before it).
+
+        :returns: the buffers ``replacement`` overtook (as :meth:`add_priority_event`: those
+            that were ahead of ``event``), or ``None`` if ``event`` is no longer queued.
+        """
+        with self._lock:
+            queue = self._queue
+            if self._released or not any(item is event for item in queue):
+                return None
+            overtaken = []
+            for item in queue:
+                if item is event:
+                    break
+                if isinstance(item, Buffer):
+                    overtaken.append((item.values, item.timestamps, item.serialized))
+            queue.remove(event)
+            queue.appendleft(replacement)
+            self._num_priority += 1
+            if self._watched_event is event:
+                self._watched_event = self._watched_callback = None
+            view = self._view
+        if view is not None:
+            view.notify_priority_event()
+        return overtaken
+
+    def add_priority_event(self, event: Any) -> Optional[list]:
+        """See :meth:`ResultSubpartition.add_priority_event`. One lock acquisition; the
+        overtaken buffers are listed, not copied (a buffer's lists are never mutated once it
+        is queued: a sender rebinds them when it serializes or recycles)."""
+        with self._lock:
+            if self._released:
+                return None
+            if self._finished:
+                raise RuntimeError(
+                    f"Cannot add priority event {event!r} to subpartition {self._index} of partition "
+                    f"{self._parent.partition_id}: it is finished (EndOfPartition was added)")
+            queue = self._queue
+            overtaken = [(b.values, b.timestamps, b.serialized) for b in queue if isinstance(b, Buffer)]
+            queue.appendleft(event)
+            self._num_priority += 1
+            self._num_events += 1
+            view = self._view
+        if view is not None:
+            view.notify_priority_event()
+        return overtaken
+
     def finish(self) -> None:
         view = None
         with self._lock:
@@ -118,6 +186,7 @@ class PipelinedSubpartition(ResultSubpartition):
             buffers = [item for item in self._queue if isinstance(item, Buffer)]
             self._queue.clear()
             self._backlog = 0
+            self._num_priority = 0
             view = self._view
         for buffer in buffers:
             buffer.recycle_buffer()
@@ -151,7 +220,16 @@ class PipelinedSubpartition(ResultSubpartition):
             item = queue.popleft()
             if isinstance(item, Buffer):
                 self._backlog -= 1
-            return BufferAndBacklog(item, bool(queue), self._backlog)
+                return BufferAndBacklog(item, bool(queue), self._backlog)
+            if self._num_priority:  # priority events are the head of the queue
+                self._num_priority -= 1
+                return BufferAndBacklog(item, bool(queue), self._backlog, True)
+            if item is not self._watched_event:
+                return BufferAndBacklog(item, bool(queue), self._backlog)
+            callback, self._watched_event, self._watched_callback = self._watched_callback, None, None
+            result = BufferAndBacklog(item, bool(queue), self._backlog)
+        callback()
+        return result
 
     def set_remote_serializer(self, serializer) -> None:
         """Serialize the buffers added from now on with ``serializer``, on the adding thread
@@ -165,6 +243,7 @@ class PipelinedSubpartition(ResultSubpartition):
             buffers = [item for item in self._queue if isinstance(item, Buffer)]
             self._queue.clear()
             self._backlog = 0
+            self._num_priority = 0
             first = not self._consumed
             self._consumed = True
         for buffer in buffers:
@@ -225,7 +304,20 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
     def __init__(self, parent: PipelinedSubpartition, availability_listener: BufferAvailabilityListener) -> None:
         self._parent = parent
         self._listener = availability_listener
+        self._priority_listener: Optional[BufferAvailabilityListener] = None
         self._released = False
+
+    def set_priority_listener(self, listener: Optional[BufferAvailabilityListener]) -> None:
+        """Call ``listener`` (instead of the availability listener) when a priority event was
+        put ahead of the queue: a local input channel has its gate poll it next (Flink's
+        ``notifyPriorityEvent``). Set right after the view was created."""
+        self._priority_listener = listener
+
+    def notify_priority_event(self) -> None:
+        if self._released:
+            return
+        listener = self._priority_listener
+        (listener or self._listener)()
 
     def get_next_buffer(self) -> Optional[BufferAndBacklog]:
         if self._released:
@@ -235,6 +327,18 @@ class PipelinedSubpartitionView(ResultSubpartitionView):
     def set_remote_serializer(self, serializer) -> None:
         """See :meth:`ResultSubpartitionView.set_remote_serializer`."""
         self._parent.set_remote_serializer(serializer)
+
+    def has_priority_event(self) -> bool:
+        """See :meth:`ResultSubpartitionView.has_priority_event` (lock-free, as :meth:`next_is_buffer`)."""
+        return not self._released and self._parent._num_priority > 0
+
+    def next_is_buffer(self) -> bool:
+        """See :meth:`ResultSubpartitionView.next_is_buffer`. Lock-free: only this view's
+        reader takes entries, and an entry put ahead meanwhile notifies it again."""
+        try:
+            return not self._released and isinstance(self._parent._queue[0], Buffer)
+        except IndexError:
+            return False
 
     def poll_next(self) -> Optional[Any]:
         if self._released:

@@ -168,6 +168,37 @@ class ResultPartition:
         for subpartition in self._subpartitions:
             subpartition.add(event)
 
+    def broadcast_priority_event(self, event: Any) -> list:
+        """Put ``event`` ahead of the queued data of every subpartition (Flink's
+        ``BufferWritingResultPartition.broadcastEvent`` of a priority event: the barrier of an
+        unaligned checkpoint overtakes the in-flight buffers, FLIP-76).
+
+        :returns: per subpartition, the buffers it overtook
+            (:meth:`PipelinedSubpartition.add_priority_event`; ``[]`` for a released one).
+        :raises TypeError, RuntimeError, PartitionReleasedError: as :meth:`add_event`.
+        """
+        self._check_event(event)
+        self._check_in_produce_state()
+        return [s.add_priority_event(event) or [] for s in self._subpartitions]
+
+    def broadcast_timeoutable_event(self, event: Any, on_polled) -> None:
+        """Append ``event`` to every subpartition, after everything emitted before it, and call
+        ``on_polled(subpartition_index)`` as each consumer takes it (see
+        :meth:`PipelinedSubpartition.add_timeoutable_event`): the barrier of an aligned
+        checkpoint that may switch to unaligned.
+
+        :raises TypeError, RuntimeError, PartitionReleasedError: as :meth:`add_event`.
+        """
+        self._check_event(event)
+        self._check_in_produce_state()
+        for s in self._subpartitions:
+            s.add_timeoutable_event(event, lambda index=s.subpartition_index: on_polled(index))
+
+    def convert_to_priority_event(self, event: Any, replacement: Any) -> list:
+        """Per subpartition, :meth:`PipelinedSubpartition.convert_to_priority_event`: the
+        buffers ``replacement`` overtook, or ``None`` where ``event`` had left already."""
+        return [s.convert_to_priority_event(event, replacement) for s in self._subpartitions]
+
     def finish(self) -> None:
         """End every subpartition with EndOfPartitionEvent; later emits raise. Idempotent.
 

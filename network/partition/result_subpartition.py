@@ -29,11 +29,15 @@ class BufferAndBacklog(NamedTuple):
     :ivar more_available: whether the subpartition held more entries right after this poll.
     :ivar buffers_in_backlog: buffers (not events) still queued after this poll; a credit-based
         sender announces it with each buffer.
+    :ivar is_priority: ``item`` is a priority event (:meth:`ResultSubpartition.add_priority_event`,
+        Flink's ``PRIORITIZED_EVENT_BUFFER``): it overtook what was queued before it, and a
+        network sender sends it flagged so that the receiver puts it ahead of its queue too.
     """
 
     item: Any
     more_available: bool
     buffers_in_backlog: int
+    is_priority: bool = False
 
 
 class ResultSubpartition(abc.ABC):
@@ -56,6 +60,30 @@ class ResultSubpartition(abc.ABC):
             recycled and dropped.
         :raises RuntimeError: if the subpartition is finished (nothing may follow
             EndOfPartition); a buffer is recycled first.
+        """
+
+    @abc.abstractmethod
+    def add_timeoutable_event(self, event: Any, on_polled: Callable[[], None]) -> bool:
+        """Append ``event`` and report when the consumer takes it (see
+        :meth:`PipelinedSubpartition.add_timeoutable_event`)."""
+
+    @abc.abstractmethod
+    def convert_to_priority_event(self, event: Any, replacement: Any) -> Optional[list]:
+        """Move a still queued ``event`` ahead of the queue as ``replacement`` (see
+        :meth:`PipelinedSubpartition.convert_to_priority_event`)."""
+
+    @abc.abstractmethod
+    def add_priority_event(self, event: Any) -> Optional[list]:
+        """Put ``event`` ahead of everything queued (Flink's ``PipelinedSubpartition.add`` of a
+        priority event: the barrier of an unaligned checkpoint, FLIP-76) and tell the view at
+        once, even if entries were queued already.
+
+        :returns: the buffers the event overtook, oldest first, as ``(values, timestamps,
+            serialized)`` (see :class:`~rill.network.buffer.buffer.Buffer`: ``serialized`` is
+            ``(payload, compressed, records)`` once a remote sender's serializer made it, and
+            ``values`` is then empty); they stay queued and are sent after the event.
+            ``None`` if the subpartition was released.
+        :raises RuntimeError: if the subpartition is finished.
         """
 
     @abc.abstractmethod

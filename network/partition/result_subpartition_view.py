@@ -33,6 +33,23 @@ class ResultSubpartitionView(abc.ABC):
         """Called by the subpartition when it goes from empty to non-empty (or is released by
         the producer); forwards to the availability listener."""
 
+    def next_is_buffer(self) -> bool:
+        """Whether the next entry is a buffer (a peek: a network sender without credit leaves it
+        queued, so that a priority event added meanwhile overtakes it). The default: ``False``
+        (the sender takes the entry and holds it)."""
+        return False
+
+    def has_priority_event(self) -> bool:
+        """Whether a priority event is at the head (a peek). The default: ``False``."""
+        return False
+
+    def notify_priority_event(self) -> None:
+        """Called by the subpartition when a priority event was put ahead of its queue
+        (:meth:`~rill.network.partition.result_subpartition.ResultSubpartition.add_priority_event`).
+        The default forwards to :meth:`notify_data_available` (a network sender then polls and
+        finds the event first)."""
+        self.notify_data_available()
+
     @abc.abstractmethod
     def is_released(self) -> bool:
         """Whether the view, or its subpartition (by the producer), was released."""

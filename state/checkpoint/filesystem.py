@@ -9,6 +9,7 @@ Layout (Flink's)::
         <operator-id>/keyed/<state>/part-<subtask>.parquet   keyed state, one directory per state
         <operator-id>/timers/part-<subtask>.parquet          timers of all timer services
         <operator-id>/operator_state/part-<subtask>.parquet  list, union and broadcast state
+        <operator-id>/channel_state/part-<subtask>.parquet   in-flight data of an unaligned checkpoint
 
 The columns are in :mod:`rill.state.checkpoint.parquet_layout`. ``spark.read.parquet(
 "<chk>/<operator-id>/keyed/<state>")`` reads one state of one operator over all subtasks.
@@ -46,6 +47,7 @@ from rill.state.checkpoint.metadata import (
     SnapshotType,
 )
 from rill.state.checkpoint.operator_subtask_state import (
+    ChannelStateSnapshot,
     KeyedStateSnapshot,
     OperatorSubtaskState,
     TimerServiceSnapshot,
@@ -55,8 +57,10 @@ from rill.state.checkpoint.parquet_layout import (
     FileIdentity,
     plan_row_groups,
     read_keyed_state_file,
+    read_channel_state_file,
     read_operator_state_file,
     read_timers_file,
+    write_channel_state_file,
     write_keyed_state_file,
     write_operator_state_file,
     write_timers_file,
@@ -152,10 +156,23 @@ class FileOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
         """The relative paths of this subtask's files."""
         d = self.description
         found = [s["file"] for k in d["keyed_state"] for s in k["states"] if s["file"]]
-        for part in ("timers", "operator_state"):
-            if d[part] and d[part]["file"]:
+        for part in ("timers", "operator_state", "channel_state"):
+            if d.get(part) and d[part]["file"]:
                 found.append(d[part]["file"])
         return found
+
+    def has_channel_state(self) -> bool:
+        return bool(self.description.get("channel_state"))
+
+    def read_channel_state(self) -> ChannelStateSnapshot:
+        """The in-flight data in this subtask's channel-state file (absent in snapshots of
+        earlier Rills and in aligned ones: empty)."""
+        c = self.description.get("channel_state")
+        if not c:
+            return ChannelStateSnapshot()
+        fs, root = _fs(self.directory)
+        with fs.open(_join(root, c["file"]), "rb") as f:
+            return read_channel_state_file(f)
 
     def read(self, key_group_range: Optional[KeyGroupRange] = None) -> OperatorSubtaskState:
         fs, root = _fs(self.directory)
@@ -313,12 +330,21 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
             write(rel, lambda f: write_operator_state_file(f, identity, state.operator_state, who))
             operator_state = {"file": rel,
                               "states": [[name, mode] for name, (mode, _) in state.operator_state.items()]}
+        channel_state = None
+        channels = state.channel_state
+        if not channels.is_empty():
+            rel = f"{operator_id}/channel_state/part-{subtask_index:05d}.parquet"
+            write(rel, lambda f: write_channel_state_file(f, identity, channels))
+            channel_state = {"file": rel, "input_buffers": len(channels.input_channels),
+                             "output_buffers": len(channels.result_subpartitions),
+                             "persisted_data_bytes": channels.persisted_data_bytes}
         return FileOperatorSubtaskStateHandle(self.directory, {
             "checkpoint_id": state.checkpoint_id,
             "state_size_bytes": size,
             "keyed_state": keyed,
             "timers": timers,
             "operator_state": operator_state,
+            "channel_state": channel_state,
         })
 
     def finalize(self, metadata: CheckpointMetadata) -> str:

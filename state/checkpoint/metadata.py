@@ -22,7 +22,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
-from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
+from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot, OperatorSubtaskState
 from rill.state.key_groups import KeyGroupRange
 
 __all__ = [
@@ -67,6 +67,19 @@ class OperatorSubtaskStateHandle(abc.ABC):
         :raises ValueError: if they are not a snapshot this version of Rill can read.
         """
 
+    def has_channel_state(self) -> bool:
+        """Whether the handle stores in-flight data of an unaligned checkpoint (without reading
+        it). The default: no."""
+        return False
+
+    def read_channel_state(self) -> ChannelStateSnapshot:
+        """The in-flight data of an unaligned checkpoint stored with this state (FLIP-76), read
+        now; empty when there is none (the default).
+
+        :raises OSError: if the stored files cannot be read.
+        """
+        return ChannelStateSnapshot()
+
 
 class InMemoryOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
     """A handle that holds the record itself (Flink's ``ByteStreamStateHandle`` of the
@@ -86,6 +99,12 @@ class InMemoryOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
         if key_group_range is None:
             return self.state
         return self.state.restricted_to(key_group_range)
+
+    def has_channel_state(self) -> bool:
+        return not self.state.channel_state.is_empty()
+
+    def read_channel_state(self) -> ChannelStateSnapshot:
+        return self.state.channel_state
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, InMemoryOperatorSubtaskStateHandle) and other.state == self.state

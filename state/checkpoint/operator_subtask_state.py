@@ -8,7 +8,9 @@ later) without reaching into live backends:
   state backend holds, per state name the ``(key, namespace, stored value)`` entries;
 - operator state (``{name: (mode, entries)}``, :data:`rill.state.operator_state.OperatorStateSnapshot`):
   list, union list and broadcast state;
-- timers, per timer service and key group (:class:`TimerServiceSnapshot`).
+- timers, per timer service and key group (:class:`TimerServiceSnapshot`);
+- the in-flight data of an unaligned checkpoint (:class:`ChannelStateSnapshot`, FLIP-76), on
+  the head operator of the task's chain only.
 
 Keyed state and timers are indexed by key group, so a restore (or a reader) takes the key
 groups of one range without the rest; that is how a rescaled subtask picks its share.
@@ -26,12 +28,17 @@ from typing import Any, Mapping, Optional, Tuple
 from rill.state.descriptors import StateDescriptor
 from rill.state.key_groups import KeyGroupRange
 
-__all__ = ["KeyedStateSnapshot", "TimersOfKeyGroup", "TimerServiceSnapshot", "OperatorSubtaskState"]
+__all__ = ["KeyedStateSnapshot", "TimersOfKeyGroup", "TimerServiceSnapshot", "ChannelStateSnapshot",
+           "OperatorSubtaskState"]
 
 #: ``(key, namespace, stored value)`` of one keyed state entry.
 KeyedStateEntry = Tuple[Any, Any, Any]
 #: ``(timestamp ms, key, namespace)`` of one timer.
 TimerEntry = Tuple[int, Any, Any]
+#: ``(gate or partition index, channel or subpartition index, buffer payload)`` of one buffer
+#: of in-flight data; the payload is a batch of records as
+#: ``rill.network.api.serialization.value_codec.pack_records`` writes it (uncompressed).
+ChannelStateEntry = Tuple[int, int, bytes]
 
 _EMPTY: Mapping[Any, Any] = {}
 
@@ -114,6 +121,37 @@ class TimerServiceSnapshot:
 
 
 @dataclass(frozen=True)
+class ChannelStateSnapshot:
+    """The in-flight data one subtask stored with an unaligned checkpoint (FLIP-76; Flink's
+    ``InputChannelStateHandle`` s and ``ResultSubpartitionStateHandle`` s), in stream order per
+    channel.
+
+    :param input_channels: ``(gate index, channel index, payload)`` of every buffer that had
+        reached an input channel before the channel's barrier and was not processed before the
+        snapshot: a restore processes them before any new input.
+    :param result_subpartitions: ``(partition index, subpartition index, payload)`` of every
+        buffer the barrier overtook in an output: a restore sends them first.
+    """
+
+    input_channels: Tuple[ChannelStateEntry, ...] = ()
+    result_subpartitions: Tuple[ChannelStateEntry, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "input_channels", tuple(self.input_channels))
+        object.__setattr__(self, "result_subpartitions", tuple(self.result_subpartitions))
+
+    def is_empty(self) -> bool:
+        """Whether no buffer is stored."""
+        return not self.input_channels and not self.result_subpartitions
+
+    @property
+    def persisted_data_bytes(self) -> int:
+        """Payload bytes over all buffers (Flink's ``persistedData`` of a checkpoint)."""
+        return (sum(len(p) for _, _, p in self.input_channels)
+                + sum(len(p) for _, _, p in self.result_subpartitions))
+
+
+@dataclass(frozen=True)
 class OperatorSubtaskState:
     """Everything one operator of one subtask restores from (Flink's ``OperatorSubtaskState``).
 
@@ -124,12 +162,15 @@ class OperatorSubtaskState:
         subtask, or of several after rescaling; each contributes the key groups in the new
         range), empty for a non-keyed operator.
     :param timers: timer service name -> its timers, empty for a non-keyed operator.
+    :param channel_state: the task's in-flight data of an unaligned checkpoint (on the head
+        operator of the chain; empty otherwise).
     """
 
     checkpoint_id: Optional[int] = None
     operator_state: Mapping[str, Tuple[str, Tuple[Any, ...]]] = field(default_factory=dict)
     keyed_state: Tuple[KeyedStateSnapshot, ...] = ()
     timers: Mapping[str, TimerServiceSnapshot] = field(default_factory=dict)
+    channel_state: ChannelStateSnapshot = field(default_factory=ChannelStateSnapshot)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "operator_state", _frozen(
@@ -146,9 +187,10 @@ class OperatorSubtaskState:
             operator_state=self.operator_state,
             keyed_state=tuple(k.restricted_to(key_group_range) for k in self.keyed_state),
             timers={name: t.restricted_to(key_group_range) for name, t in self.timers.items()},
+            channel_state=self.channel_state,
         )
 
     def has_state(self) -> bool:
         """Whether any part holds something (Flink's ``hasState``)."""
         return bool(self.operator_state) or any(s.key_groups for s in self.keyed_state) or any(
-            t.key_groups for t in self.timers.values())
+            t.key_groups for t in self.timers.values()) or not self.channel_state.is_empty()

@@ -42,6 +42,16 @@ Operator state (list, union and broadcast states of the subtask): ``checkpoint_i
 operator_uid, operator_id, state_name, mode ("SPLIT_DISTRIBUTE" | "UNION" | "BROADCAST"),
 position (bigint, order within the state), key (binary: a broadcast entry's key, else null),
 value (binary), partition_id``; entries are untyped (msgpack).
+
+Channel state (the in-flight data of an unaligned checkpoint, FLIP-76; one file per subtask,
+written for the head operator of its chain): ``checkpoint_id, operator_uid, operator_id,
+kind ("INPUT_CHANNEL" | "RESULT_SUBPARTITION"), gate_or_partition_index (int: the input gate's
+index in the task, or the output partition's), channel_or_subpartition_index (int),
+position (bigint, order within that channel), data (binary), partition_id``. ``data`` is one
+network buffer's records as ``rill.network.api.serialization.value_codec.pack_records`` writes
+them (uncompressed: a format byte, then msgpack; ``unpack_records`` reads it back to
+``(values, timestamps)``). A restore sends each subpartition's buffers first and processes
+each input channel's buffers before new input, in ``position`` order.
 """
 
 from __future__ import annotations
@@ -57,7 +67,7 @@ from rill.common.type_conversion import TypeValueError
 from rill.state.checkpoint.arrow_types import ColumnCodec, UNTYPED, column_codec, list_codec, map_codec, ttl_codec
 from rill.state.checkpoint.namespaces import NAMESPACE_TYPE, decode_namespaces, encode_namespaces
 from rill.state.checkpoint.object_codec import decode_objects, encode_objects
-from rill.state.checkpoint.operator_subtask_state import TimersOfKeyGroup, TimerServiceSnapshot
+from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot, TimersOfKeyGroup, TimerServiceSnapshot
 from rill.state.descriptors import StateDescriptor, StateType
 from rill.state.key_groups import KeyGroupRange
 
@@ -71,6 +81,8 @@ __all__ = [
     "read_timers_file",
     "write_operator_state_file",
     "read_operator_state_file",
+    "write_channel_state_file",
+    "read_channel_state_file",
     "plan_row_groups",
 ]
 
@@ -382,3 +394,54 @@ def read_operator_state_file(source: Any, modes: Mapping[str, str]) -> Dict[str,
         entries.setdefault(name, []).append((pos, entry))
     return {name: (modes[name], tuple(e for _, e in sorted(found, key=lambda p: p[0])))
             for name, found in entries.items()}
+
+
+_CHANNEL_KINDS = ("INPUT_CHANNEL", "RESULT_SUBPARTITION")
+
+
+def write_channel_state_file(out: Any, identity: FileIdentity, state: ChannelStateSnapshot) -> None:
+    """Write the in-flight data ``state`` to the open binary file ``out`` (columns: see the
+    module docstring)."""
+    kinds, gates, channels, positions, data = [], [], [], [], []
+    for kind, entries in zip(_CHANNEL_KINDS, (state.input_channels, state.result_subpartitions)):
+        seen: Dict[Tuple[int, int], int] = {}
+        for gate, channel, payload in entries:
+            position = seen.get((gate, channel), 0)
+            seen[(gate, channel)] = position + 1
+            kinds.append(kind)
+            gates.append(gate)
+            channels.append(channel)
+            positions.append(position)
+            data.append(payload)
+    n = len(kinds)
+    schema = pa.schema(_identity_fields() + [
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("gate_or_partition_index", pa.int32(), nullable=False),
+        pa.field("channel_or_subpartition_index", pa.int32(), nullable=False),
+        pa.field("position", pa.int64(), nullable=False),
+        pa.field("data", pa.binary(), nullable=False),
+        pa.field("partition_id", pa.int32(), nullable=False),
+    ])
+    columns = identity.columns(n) + [
+        ("kind", pa.array(kinds, pa.string())),
+        ("gate_or_partition_index", pa.array(gates, pa.int32())),
+        ("channel_or_subpartition_index", pa.array(channels, pa.int32())),
+        ("position", pa.array(positions, pa.int64())),
+        ("data", pa.array(data, pa.binary())),
+        identity.partition(n),
+    ]
+    pq.write_table(pa.Table.from_arrays([c for _, c in columns], schema=schema), out, **_WRITE_OPTIONS)
+
+
+def read_channel_state_file(source: Any) -> ChannelStateSnapshot:
+    """The in-flight data in the open binary file ``source``, in stream order per channel."""
+    table = pq.read_table(source, columns=["kind", "gate_or_partition_index", "channel_or_subpartition_index",
+                                           "position", "data"])
+    rows = sorted(zip(table.column("kind").to_pylist(), table.column("gate_or_partition_index").to_pylist(),
+                      table.column("channel_or_subpartition_index").to_pylist(),
+                      table.column("position").to_pylist(), table.column("data").to_pylist()),
+                  key=lambda r: r[:4])
+    by_kind: Dict[str, List[Tuple[int, int, bytes]]] = {kind: [] for kind in _CHANNEL_KINDS}
+    for kind, gate, channel, _, payload in rows:
+        by_kind[kind].append((gate, channel, payload))
+    return ChannelStateSnapshot(by_kind["INPUT_CHANNEL"], by_kind["RESULT_SUBPARTITION"])

@@ -20,6 +20,7 @@ from rill.state.checkpoint.filesystem import FileSystemCheckpointStorage, state_
 from rill.state.checkpoint.metadata import CheckpointMetadata, OperatorState
 from rill.state.checkpoint.namespaces import decode_namespaces
 from rill.state.checkpoint.operator_subtask_state import (
+    ChannelStateSnapshot,
     KeyedStateSnapshot,
     OperatorSubtaskState,
     TimerServiceSnapshot,
@@ -237,3 +238,23 @@ def test_the_readme_udf_decodes_untyped_keys_in_spark(tmp_path, spark):
     exec("import msgpack\n" + code.replace(".show()", ".orderBy('value').collect()"), scope)
     rows = eval('counts.select(untyped("key").alias("carrier"), "value").orderBy("value").collect()', scope)
     assert [(r.carrier, r.value) for r in rows] == [("UA", 7), ("['AA', 2]", 8), (str(2 ** 70), 9)]
+
+
+def test_spark_reads_the_in_flight_data_of_an_unaligned_checkpoint(tmp_path, spark):
+    """The channel-state file of a subtask (FLIP-76): one row per stored buffer, in stream order
+    per channel, and the handle reads it back."""
+    channel = ChannelStateSnapshot([(0, 1, b"\x01in-a"), (0, 1, b"\x01in-b"), (1, 0, b"\x01in-c")],
+                                   [(0, 2, b"\x01out-a")])
+    location = FileSystemCheckpointStorage(str(tmp_path), JOB).initialize_location_for_checkpoint(3)
+    handle = location.write_operator_subtask_state(OID, 1, OperatorSubtaskState(3, channel_state=channel), "head")
+    assert handle.has_channel_state() and handle.read_channel_state() == channel
+    assert handle.description["channel_state"] == {
+        "file": f"{OID}/channel_state/part-00001.parquet", "input_buffers": 3, "output_buffers": 1,
+        "persisted_data_bytes": channel.persisted_data_bytes}
+    rows = spark.read.parquet(f"{location.directory}/{OID}/channel_state").orderBy(
+        "kind", "gate_or_partition_index", "position").collect()
+    assert [(r.checkpoint_id, r.operator_uid, r.kind, r.gate_or_partition_index, r.channel_or_subpartition_index,
+             r.position, bytes(r.data), r.partition_id) for r in rows] == [
+        (3, "head", "INPUT_CHANNEL", 0, 1, 0, b"\x01in-a", 1), (3, "head", "INPUT_CHANNEL", 0, 1, 1, b"\x01in-b", 1),
+        (3, "head", "INPUT_CHANNEL", 1, 0, 0, b"\x01in-c", 1),
+        (3, "head", "RESULT_SUBPARTITION", 0, 2, 0, b"\x01out-a", 1)]

@@ -29,8 +29,12 @@ checkpoint threads embedded; the actor's thread in the cluster); state is guarde
 and tasks, stores and the failure callback are called outside it.
 
 Not built yet: checkpoints after tasks finish (FLIP-147): once any task finished, triggers are
-skipped, and a task finishing during a checkpoint aborts it (``CHECKPOINT_DECLINED_TASK_CLOSING``);
-unaligned checkpoints (FLIP-76) are refused when the job starts.
+skipped, and a task finishing during a checkpoint aborts it (``CHECKPOINT_DECLINED_TASK_CLOSING``).
+
+Unaligned checkpoints (FLIP-76): with ``unaligned`` on, checkpoints are ``UNALIGNED`` when the
+aligned-checkpoint timeout is 0, else ``ALIGNED`` with that timeout (they switch to unaligned
+in the tasks, see :mod:`rill.runtime.checkpoint.barrier_handler`); savepoints are always
+aligned, as Flink's.
 
 Savepoints (:meth:`CheckpointCoordinator.trigger_savepoint`, :meth:`~CheckpointCoordinator.stop_with_savepoint`)
 go the same way with ``SnapshotType.SAVEPOINT`` and a location from the storage's
@@ -105,7 +109,6 @@ class CheckpointCoordinator:
         coordinators (``SourceCoordinator`` s); each one's ``snapshot_state(checkpoint_id)`` is
         taken before the sources are triggered and stored with the operator's state (Flink's
         ``OperatorCoordinatorCheckpoints``); a failure fails the checkpoint (``IO_EXCEPTION``).
-    :raises NotImplementedError: for ``unaligned=True`` (FLIP-76 is not built).
     """
 
     def __init__(self, job_id: str, options: CheckpointingOptions, operators: Sequence[OperatorInfo], tasks: TasksProvider,
@@ -113,14 +116,17 @@ class CheckpointCoordinator:
                  fail_job: Callable[[BaseException], None],
                  operator_coordinators: Optional[Callable[[], Mapping[str, Any]]] = None) -> None:
         self._operator_coordinators = operator_coordinators or dict
-        if options.unaligned:
-            raise NotImplementedError(
-                "Unaligned checkpoints (execution.checkpointing.unaligned.enabled, FLIP-76) are not built yet: "
-                "run with aligned checkpoints (the default) or AT_LEAST_ONCE")
         self.job_id = job_id
         self.options = options
         self._alignment = (AlignmentType.ALIGNED if options.mode is CheckpointingMode.EXACTLY_ONCE
                            else AlignmentType.AT_LEAST_ONCE)
+        #: savepoints keep the plain alignment; checkpoints may be unaligned (FLIP-76)
+        self._savepoint_alignment = self._alignment
+        self._aligned_checkpoint_timeout_ms = 0
+        if options.unaligned:
+            self._aligned_checkpoint_timeout_ms = options.aligned_checkpoint_timeout_ms
+            if not self._aligned_checkpoint_timeout_ms:
+                self._alignment = AlignmentType.UNALIGNED
         self._operators = list(operators)
         self._tasks = tasks
         self.storage = storage
@@ -217,7 +223,8 @@ class CheckpointCoordinator:
                 pending.cancellable = self._timer.schedule(
                     self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
                 self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
-                options = CheckpointOptions(SnapshotType.CHECKPOINT, location, self._alignment)
+                options = CheckpointOptions(SnapshotType.CHECKPOINT, location, self._alignment,
+                                            aligned_checkpoint_timeout_ms=self._aligned_checkpoint_timeout_ms)
                 sources = [t for t, _ in tasks if not t.tdd.input_gates]
         if location is None:
             if fail is not None:
@@ -284,7 +291,7 @@ class CheckpointCoordinator:
             self._savepoint_futures[checkpoint_id] = future
             pending.cancellable = self._timer.schedule(self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
             self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
-            options = CheckpointOptions(SnapshotType.SAVEPOINT, location, self._alignment, stop_mode)
+            options = CheckpointOptions(SnapshotType.SAVEPOINT, location, self._savepoint_alignment, stop_mode)
             sources = [t for t, _ in tasks if not t.tdd.input_gates]
         _LOG.info("Triggering %ssavepoint %d of job %s into %s", "synchronous " if stop_mode else "", checkpoint_id,
                   self.job_id, location.location_reference)

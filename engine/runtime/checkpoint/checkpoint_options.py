@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Optional
 
 from rill.runtime.checkpoint.stop_mode import StopMode
@@ -17,11 +17,15 @@ __all__ = ["AlignmentType", "CheckpointOptions", "CheckpointMetaData", "Checkpoi
 class AlignmentType(enum.Enum):
     """How a task lines its inputs up on a barrier (Flink's ``CheckpointOptions.AlignmentType``).
 
-    ``ALIGNED``: exactly-once, channels that delivered the barrier wait for the others;
-    ``AT_LEAST_ONCE``: no waiting, the task snapshots when the last barrier arrives.
+    ``ALIGNED``: exactly-once, channels that delivered the barrier wait for the others (with
+    a positive ``aligned_checkpoint_timeout_ms`` the checkpoint may switch to unaligned);
+    ``UNALIGNED``: exactly-once, the barrier overtakes in-flight data, which is stored with
+    the snapshot (FLIP-76); ``AT_LEAST_ONCE``: no waiting, the task snapshots when the last
+    barrier arrives.
     """
 
     ALIGNED = "ALIGNED"
+    UNALIGNED = "UNALIGNED"
     AT_LEAST_ONCE = "AT_LEAST_ONCE"
 
 
@@ -37,20 +41,39 @@ class CheckpointOptions:
     :param stop_mode: set on the synchronous savepoint of stop-with-savepoint: every task
         that takes it stops after it completed (see
         :class:`~rill.runtime.checkpoint.stop_mode.StopMode`); ``None`` otherwise.
+    :param aligned_checkpoint_timeout_ms: with ``ALIGNED``, a positive value lets the
+        checkpoint switch to unaligned at a task once that long passed since the trigger
+        (``execution.checkpointing.aligned-checkpoint-timeout``, Flink's
+        ``CheckpointOptions.alignedCheckpointTimeout``); 0: never.
     """
 
     snapshot_type: SnapshotType
     target_location: CheckpointStorageLocation
     alignment: AlignmentType = AlignmentType.ALIGNED
     stop_mode: Optional[StopMode] = None
+    aligned_checkpoint_timeout_ms: int = 0
+
+    def is_unaligned(self) -> bool:
+        """Whether barriers overtake in-flight data (Flink's ``isUnalignedCheckpoint``)."""
+        return self.alignment is AlignmentType.UNALIGNED
+
+    def is_timeoutable(self) -> bool:
+        """Whether an aligned checkpoint may switch to unaligned (Flink's ``isTimeoutable``)."""
+        return self.alignment is AlignmentType.ALIGNED and self.aligned_checkpoint_timeout_ms > 0
+
+    def to_unaligned(self) -> "CheckpointOptions":
+        """These options for a checkpoint that switched to unaligned (Flink's
+        ``toUnaligned``)."""
+        return replace(self, alignment=AlignmentType.UNALIGNED, aligned_checkpoint_timeout_ms=0)
 
     def is_synchronous(self) -> bool:
         """Whether the tasks stop after this snapshot (Flink's ``SnapshotType.isSynchronous``)."""
         return self.stop_mode is not None
 
     def is_exactly_once_mode(self) -> bool:
-        """Whether the barrier aligns the inputs (Flink's ``isExactlyOnceMode``)."""
-        return self.alignment is AlignmentType.ALIGNED
+        """Whether the checkpoint is exactly-once, aligned or unaligned (Flink's
+        ``isExactlyOnceMode``)."""
+        return self.alignment is not AlignmentType.AT_LEAST_ONCE
 
 
 @dataclass(frozen=True)
@@ -73,6 +96,11 @@ class CheckpointMetrics:
         the task's inputs (0 for a source task).
     :param checkpoint_start_delay_ms: from the trigger to the start of the synchronous part.
     :param state_size_bytes: bytes of the handles the task acknowledged.
+    :param persisted_data_bytes: in-flight data the task stored with an unaligned checkpoint,
+        bytes of serialized buffers (Flink's ``bytesPersistedDuringAlignment`` /
+        ``persistedData``); 0 for an aligned one.
+    :param unaligned: whether the task took the checkpoint unaligned (from the start or after
+        the aligned-checkpoint timeout; Flink's ``unalignedCheckpoint``).
     """
 
     sync_duration_ms: float = 0.0
@@ -80,3 +108,5 @@ class CheckpointMetrics:
     alignment_duration_ms: float = 0.0
     checkpoint_start_delay_ms: float = 0.0
     state_size_bytes: int = 0
+    persisted_data_bytes: int = 0
+    unaligned: bool = False

@@ -82,6 +82,8 @@ class CompletedCheckpointStatsSummary:
     sync_checkpoint_duration_ms: StatsSummary = field(default_factory=StatsSummary)
     async_checkpoint_duration_ms: StatsSummary = field(default_factory=StatsSummary)
     alignment_duration_ms: StatsSummary = field(default_factory=StatsSummary)
+    #: per checkpoint, the in-flight data its subtasks stored (unaligned checkpoints), bytes
+    persisted_data_bytes: StatsSummary = field(default_factory=StatsSummary)
 
 
 class CheckpointStatsStatus(enum.Enum):
@@ -100,6 +102,9 @@ class SubtaskStateStats:
     :param subtask_index: the subtask.
     :param ack_timestamp: when its acknowledgement reached the coordinator, epoch ms.
     :param end_to_end_duration_ms: from the trigger to that acknowledgement.
+    :param persisted_data_bytes: in-flight data the subtask stored (Flink's ``persistedData``).
+    :param unaligned_checkpoint: whether the subtask took it unaligned (Flink's
+        ``unalignedCheckpoint``).
     """
 
     task_name: str
@@ -111,6 +116,8 @@ class SubtaskStateStats:
     alignment_duration_ms: float
     checkpoint_start_delay_ms: float
     state_size_bytes: int
+    persisted_data_bytes: int = 0
+    unaligned_checkpoint: bool = False
 
 
 @dataclass(frozen=True)
@@ -134,6 +141,16 @@ class CheckpointStats:
     failure_message: Optional[str] = None
     external_path: Optional[str] = None
     subtask_stats: Tuple[SubtaskStateStats, ...] = ()
+
+    @property
+    def persisted_data_bytes(self) -> int:
+        """In-flight data stored by all subtasks, bytes (Flink's ``getPersistedData``)."""
+        return sum(s.persisted_data_bytes for s in self.subtask_stats)
+
+    @property
+    def unaligned_checkpoint(self) -> bool:
+        """Whether any subtask took it unaligned (Flink's ``isUnalignedCheckpoint``)."""
+        return any(s.unaligned_checkpoint for s in self.subtask_stats)
 
     @property
     def alignment_duration_ms(self) -> float:
@@ -246,7 +263,7 @@ class CheckpointStatsTracker:
             sub = SubtaskStateStats(task_name, subtask_index, ack_timestamp, ack_timestamp - s.trigger_timestamp,
                                     metrics.sync_duration_ms, metrics.async_duration_ms,
                                     metrics.alignment_duration_ms, metrics.checkpoint_start_delay_ms,
-                                    metrics.state_size_bytes)
+                                    metrics.state_size_bytes, metrics.persisted_data_bytes, metrics.unaligned)
             self._stats[checkpoint_id] = replace(
                 s, number_of_acknowledged_subtasks=s.number_of_acknowledged_subtasks + 1,
                 latest_ack_timestamp=ack_timestamp, state_size_bytes=s.state_size_bytes + metrics.state_size_bytes,
@@ -281,6 +298,7 @@ class CheckpointStatsTracker:
                 values = self._summary_values
                 values["end_to_end_duration_ms"].append(s.end_to_end_duration_ms)
                 values["state_size_bytes"].append(s.state_size_bytes)
+                values["persisted_data_bytes"].append(s.persisted_data_bytes)
                 for sub in s.subtask_stats:
                     values["sync_checkpoint_duration_ms"].append(sub.sync_checkpoint_duration_ms)
                     values["async_checkpoint_duration_ms"].append(sub.async_checkpoint_duration_ms)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from rill.state.checkpoint.metadata import OperatorSubtaskStateHandle
-from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
+from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot, OperatorSubtaskState
 
 __all__ = ["JobManagerTaskRestore"]
 
@@ -45,3 +45,16 @@ class JobManagerTaskRestore:
         if state is None or isinstance(state, OperatorSubtaskState):
             return state
         return state.read()
+
+    def read_channel_state(self, operator_id: str) -> ChannelStateSnapshot:
+        """The in-flight data of an unaligned checkpoint that operator ``operator_id`` (the head
+        of the task's chain) stored, read now; empty when it has none.
+
+        :raises OSError: if a handle's files cannot be read.
+        """
+        state = self.task_state_snapshot.get(operator_id)
+        if state is None:
+            return ChannelStateSnapshot()
+        if isinstance(state, OperatorSubtaskState):
+            return state.channel_state
+        return state.read_channel_state()

@@ -18,6 +18,10 @@ failure (same parallelism) and a restore from a savepoint at another parallelism
 - **operator state**: list state round-robin, union state to every subtask, broadcast state
   copied (:func:`rill.state.operator_state.redistribute`); it is read here, from the old
   handles restricted to no key group, because redistribution needs all old subtasks;
+- **in-flight data** of an unaligned checkpoint (FLIP-76): restored by the subtask of the same
+  index at the same parallelism (:meth:`ReassignedOperatorSubtaskStateHandle.read_channel_state`);
+  a restore at another parallelism from a snapshot with in-flight data is refused (Flink
+  redistributes it since 1.13; Rill does not yet);
 - **checks**: another max parallelism is refused with Flink's message; state that maps to no
   operator of the new job fails the restore naming the operator's id, uid and name, unless
   ``allow_non_restored_state`` (an operator state without any subtask state is skipped, as
@@ -34,7 +38,7 @@ from typing import Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 from rill.runtime.checkpoint.job_manager_task_restore import JobManagerTaskRestore
 from rill.state.checkpoint.metadata import CheckpointMetadata, OperatorState, OperatorSubtaskStateHandle
-from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState, TimerServiceSnapshot
+from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot, OperatorSubtaskState, TimerServiceSnapshot
 from rill.state.key_groups import KeyGroupRange, compute_key_group_range_for_operator_index
 from rill.state.operator_state import redistribute
 
@@ -88,15 +92,26 @@ class ReassignedOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
         (``{name: (mode, entries)}``).
     :param keyed_sources: ``(old handle, key-group range to read of it)`` per old subtask whose
         range intersects this subtask's, in old subtask order.
+    :param channel_source: the old handle of the same subtask whose in-flight data this one
+        restores (same parallelism only), or ``None``.
     """
 
-    __slots__ = ("checkpoint_id", "operator_state", "keyed_sources")
+    __slots__ = ("checkpoint_id", "operator_state", "keyed_sources", "channel_source")
 
     def __init__(self, checkpoint_id: int, operator_state: Mapping[str, Tuple[str, Sequence]],
-                 keyed_sources: Sequence[Tuple[OperatorSubtaskStateHandle, KeyGroupRange]]) -> None:
+                 keyed_sources: Sequence[Tuple[OperatorSubtaskStateHandle, KeyGroupRange]],
+                 channel_source: Optional[OperatorSubtaskStateHandle] = None) -> None:
         self.checkpoint_id = checkpoint_id
         self.operator_state = dict(operator_state)
         self.keyed_sources = tuple(keyed_sources)
+        self.channel_source = channel_source
+
+    def has_channel_state(self) -> bool:
+        return self.channel_source is not None and self.channel_source.has_channel_state()
+
+    def read_channel_state(self) -> ChannelStateSnapshot:
+        """The in-flight data of the old subtask of the same index (empty without one)."""
+        return ChannelStateSnapshot() if self.channel_source is None else self.channel_source.read_channel_state()
 
     @property
     def state_size(self) -> int:
@@ -197,6 +212,13 @@ class StateAssignmentOperation:
                                else state.subtask_states[i].read(nothing).operator_state for i in range(old_p)]
         operator_states = redistribute(old_operator_states, new_p)
         old_ranges = [compute_key_group_range_for_operator_index(max_p, old_p, i) for i in range(old_p)]
+        with_channel_state = [i for i, h in sorted(state.subtask_states.items()) if h.has_channel_state()]
+        if with_channel_state and old_p != new_p:
+            raise ValueError(
+                f"Operator {state.uid or state.operator_id} ({vertex.name}): the snapshot is an unaligned "
+                f"checkpoint with in-flight data (subtasks {with_channel_state}), which Rill restores only at "
+                f"the same parallelism ({old_p}), not at {new_p}: restore it at parallelism {old_p}, or "
+                "rescale from a savepoint (savepoints are always aligned)")
         handles: List[OperatorSubtaskStateHandle] = []
         for i in range(new_p):
             new_range = compute_key_group_range_for_operator_index(max_p, new_p, i)
@@ -206,8 +228,9 @@ class StateAssignmentOperation:
                 handle = state.subtask_states.get(old_index)
                 if handle is not None and overlap.get_number_of_key_groups() > 0:
                     sources.append((handle, overlap))
-            handles.append(ReassignedOperatorSubtaskStateHandle(self.metadata.checkpoint_id, operator_states[i],
-                                                                sources))
+            handles.append(ReassignedOperatorSubtaskStateHandle(
+                self.metadata.checkpoint_id, operator_states[i], sources,
+                state.subtask_states.get(i) if i in with_channel_state else None))
         return handles
 
     def _check_state_mapping_completeness(self, remaining: Mapping[str, OperatorState]) -> Tuple[str, ...]:

@@ -205,6 +205,7 @@ class JobMaster:
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
                     channel_timeline=timeline,
                     checkpointing_enabled=self.checkpointing_options.enabled,
+                    unaligned_checkpoints=self.checkpointing_options.enabled and self.checkpointing_options.unaligned,
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))
@@ -279,10 +280,7 @@ class JobMaster:
 
     # -- checkpoints (rill.runtime.checkpoint) -----------------------------------------------
     def _create_checkpoint_coordinator(self) -> None:
-        """The checkpoint coordinator, when checkpointing is enabled.
-
-        :raises NotImplementedError: for unaligned checkpoints (not built yet).
-        """
+        """The checkpoint coordinator, when checkpointing is enabled."""
         options = self.checkpointing_options
         if not options.enabled:
             return

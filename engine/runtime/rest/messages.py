@@ -231,7 +231,8 @@ def _checkpoint_statistics(c) -> Dict:
             "trigger_timestamp": c.trigger_timestamp, "latest_ack_timestamp": c.latest_ack_timestamp,
             "checkpointed_size": c.state_size_bytes, "state_size": c.state_size_bytes,
             "end_to_end_duration": c.end_to_end_duration_ms, "alignment_buffered": 0, "processed_data": 0,
-            "persisted_data": 0, "num_subtasks": c.number_of_subtasks,
+            "persisted_data": c.persisted_data_bytes, "unaligned_checkpoint": c.unaligned_checkpoint,
+            "num_subtasks": c.number_of_subtasks,
             "num_acknowledged_subtasks": c.number_of_acknowledged_subtasks, "checkpoint_type": "CHECKPOINT",
             "tasks": {}}
     if status == "COMPLETED":
@@ -256,10 +257,10 @@ def checkpointing_statistics(snapshot) -> Dict:
         "summary": {"checkpointed_size": _summary(summary.state_size_bytes),
                     "state_size": _summary(summary.state_size_bytes),
                     "end_to_end_duration": _summary(summary.end_to_end_duration_ms),
-                    # bytes Rill does not measure (no unaligned checkpoints): all zero
+                    # bytes Rill does not measure: all zero
                     "alignment_buffered": _summary(StatsSummary()),
                     "processed_data": _summary(StatsSummary()),
-                    "persisted_data": _summary(StatsSummary())},
+                    "persisted_data": _summary(summary.persisted_data_bytes)},
         "latest": {"completed": (None if snapshot.latest_completed is None
                                  else _checkpoint_statistics(snapshot.latest_completed)),
                    "savepoint": None,

@@ -66,6 +66,8 @@ class RuntimeEnvironment:
     task_restore: Any = None
     #: whether the job takes checkpoints (``StreamOperatorContext.checkpointing_enabled``)
     checkpointing_enabled: bool = False
+    #: whether they may be unaligned (the task then waits for output buffers in its mailbox)
+    unaligned_checkpoints: bool = False
 
 
 @dataclass(frozen=True)
@@ -208,6 +210,7 @@ class Task:
                 checkpoint_responder=self.checkpoint_responder,
                 task_restore=self.tdd.task_restore,
                 checkpointing_enabled=self.tdd.checkpointing_enabled,
+                unaligned_checkpoints=self.tdd.unaligned_checkpoints,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)

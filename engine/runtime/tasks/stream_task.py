@@ -20,6 +20,7 @@ savepoint is aborted the task runs on.
 from __future__ import annotations
 
 import threading
+import time
 from typing import List, Optional
 
 from rill.network.events import CancelCheckpointMarker, CheckpointBarrier, EndOfPartitionEvent
@@ -28,11 +29,13 @@ from rill.operators.source_operator import InputStatus
 from rill.operators.state_initializer import StreamTaskStateInitializer
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks
 from rill.runtime.checkpoint.barrier_handler import CheckpointBarrierHandler, create_barrier_handler
+from rill.runtime.checkpoint.channel_state_writer import recovered_input, recovered_output
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetaData, CheckpointOptions
 from rill.runtime.checkpoint.stop_mode import StopMode
 from rill.runtime.checkpoint.subtask_checkpoint_coordinator import SubtaskCheckpointCoordinator
 from rill.runtime.io.status_watermark_valve import StatusWatermarkValve
+from rill.runtime.mailbox import MailboxClosedError
 from rill.runtime.mailbox.mail import MailPriority
 from rill.runtime.mailbox.mailbox_processor import MailboxProcessor
 from rill.runtime.metrics import TaskIOMetrics
@@ -41,6 +44,7 @@ from rill.runtime.tasks.operator_chain import OperatorChain
 from rill.operators.base import attribute_error
 from rill.runtime.tasks.system_processing_time_service import SystemProcessingTimeService
 from rill.runtime.watermark_alignment import SourceWatermarkAlignment
+from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot
 
 __all__ = ["StreamTask", "OneInputStreamTask", "TwoInputStreamTask", "SourceOperatorStreamTask", "CancelTaskException"]
 
@@ -105,6 +109,35 @@ class StreamTask:
         )
         return self.state_initializer.initialize(ctx, self._restored_operator_state(cfg))
 
+    def _restored_channel_state(self) -> ChannelStateSnapshot:
+        """The in-flight data of the unaligned checkpoint the deployment restores from (stored
+        with the head operator), read on the task thread; empty when there is none."""
+        restore = self.env.task_restore
+        if restore is None:
+            return ChannelStateSnapshot()
+        return restore.read_channel_state(str(self.operator_chain.head_config.operator_id))
+
+    def _send_recovered_output(self, channel_state: ChannelStateSnapshot) -> None:
+        """Send the restored output buffers first, each to its subpartition, before anything the
+        task produces (Flink's ``RecoveredChannelStateHandler`` of the result subpartitions);
+        under backpressure this waits for pool buffers as any output does."""
+        partitions = self.env.result_partitions
+        for partition_index, buffers in recovered_output(channel_state).items():
+            if partition_index >= len(partitions):
+                raise ValueError(
+                    f"{self.env.task_name_with_subtasks}: the restored in-flight data names output partition "
+                    f"{partition_index}, but the task has {len(partitions)} (the job's graph changed)")
+            partition = partitions[partition_index]
+            for subpartition, values, timestamps in buffers:
+                buffer = partition.request_buffer_blocking()
+                partition.emit_buffer(buffer.set_contents(values, timestamps), subpartition)
+
+    def _process_recovered_input(self, channel_state: ChannelStateSnapshot) -> None:
+        """Process the restored input buffers before any new input (a network task)."""
+        if channel_state.input_channels:
+            raise ValueError(f"{self.env.task_name_with_subtasks}: the restored in-flight data has input "
+                             "buffers, but the task has no network input (the job's graph changed)")
+
     def _restored_operator_state(self, cfg):
         """The state the deployment restores operator ``cfg`` from, read here on the task thread
         from its handle (Flink's ``TaskStateManager.prioritizedOperatorState``), or ``None``."""
@@ -121,11 +154,17 @@ class StreamTask:
         env = self.env
         self.operator_chain = OperatorChain(env.vertex, env.record_writers, self._operator_context)
         self.init_input()
+        self._setup_output_availability()
         self.operator_chain.initialize_state_and_open()
+        channel_state = self._restored_channel_state()
+        if not channel_state.is_empty():
+            self._send_recovered_output(channel_state)
+            self._process_recovered_input(channel_state)
         if env.checkpoint_responder is not None:
             self.subtask_checkpoint_coordinator = SubtaskCheckpointCoordinator(
                 env.task_name_with_subtasks, env.subtask_index, env.attempt_id, self.operator_chain,
-                env.record_writers, env.checkpoint_responder, self._cancel_requested.is_set)
+                env.record_writers, env.checkpoint_responder, self._cancel_requested.is_set,
+                self._register_checkpoint_timer, self._run_on_task_thread)
         timeout = env.buffer_timeout_ms
         if env.record_writers and timeout is not None and timeout > 0:
             writers = env.record_writers
@@ -202,13 +241,16 @@ class StreamTask:
             coordinator.checkpoint_state(metadata, options)
 
     def trigger_checkpoint_on_barrier(self, metadata: CheckpointMetaData, options: CheckpointOptions,
-                                      alignment_duration_ms: float) -> None:
-        """Every input delivered the barrier (task thread; called by the barrier handler)."""
+                                      alignment_duration_ms: float, channel_state=None) -> None:
+        """Every input delivered the barrier, or the first one of an unaligned checkpoint did
+        (with its ``ChannelStateWriter``) (task thread; called by the barrier handler)."""
         coordinator = self.subtask_checkpoint_coordinator
         if coordinator is not None:
             if options.stop_mode is not None:
                 self._begin_stop(metadata.checkpoint_id, options.stop_mode)
-            coordinator.checkpoint_state(metadata, options, alignment_duration_ms)
+            coordinator.checkpoint_state(metadata, options, alignment_duration_ms, channel_state)
+        elif channel_state is not None:
+            channel_state.abort()
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, cause: CheckpointException) -> None:
         """The inputs cannot align on ``checkpoint_id`` (task thread; the barrier handler)."""
@@ -265,6 +307,56 @@ class StreamTask:
 
     def _checkpoint_aborted(self, checkpoint_id: int) -> None:
         """Input side of an aborted checkpoint (a network task stops aligning on it)."""
+
+    def _register_checkpoint_timer(self, deadline_ms: int, callback):
+        """A processing-time timer for the aligned-checkpoint timeout (barrier handler, output
+        barriers); ``callback()`` runs on the task thread."""
+        return self.processing_time_service.register_timer(deadline_ms, lambda _ts: callback())
+
+    def _run_on_task_thread(self, callback) -> None:
+        """Run ``callback`` as a checkpoint mail (any thread); dropped once the task ends."""
+        try:
+            self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT).execute(callback, "checkpoint event")
+        except MailboxClosedError:
+            pass
+
+    # -- output availability (task thread) ----------------------------------------------------
+    def _setup_output_availability(self) -> None:
+        """With unaligned checkpoints, the default action does not start while an output pool
+        has no free buffer (Flink's ``StreamTask.processInput`` waiting on
+        ``getAvailableFuture`` of its record writers): the task waits in the mailbox, where a
+        checkpoint trigger runs at once, instead of blocking in a writer where no mail runs
+        (the trigger would wait for the backlog it is meant to overtake). The wait counts as
+        back-pressured time, not idle time. Other jobs keep blocking in the writer."""
+        self._output_pools = [p.buffer_pool for p in self.env.result_partitions
+                              if p.buffer_pool is not None] if self.env.unaligned_checkpoints else []
+        self._output_wait_ns = 0
+        self._output_wait_since: Optional[int] = None
+        if self._output_pools:
+            idle, back_pressured = self.metrics.idle_ns, self.metrics.back_pressured_ns
+            self.metrics.idle_ns = lambda: max(0, idle() - self._output_waited_ns())
+            self.metrics.back_pressured_ns = lambda: back_pressured() + self._output_waited_ns()
+
+    def _output_waited_ns(self) -> int:
+        since = self._output_wait_since
+        return self._output_wait_ns + (0 if since is None else time.monotonic_ns() - since)
+
+    def _waits_for_output(self, controller) -> bool:
+        """Whether an output pool is exhausted: the default action is then suspended until a
+        buffer is recycled (one check per batch or buffer, not per record)."""
+        since = self._output_wait_since
+        if since is not None:
+            self._output_wait_ns += time.monotonic_ns() - since
+            self._output_wait_since = None
+        for pool in self._output_pools:
+            if pool.is_available():
+                continue
+            suspension = controller.suspend_default_action()
+            if pool.add_availability_listener(suspension.resume):
+                self._output_wait_since = time.monotonic_ns()
+                return True
+            suspension.resume()  # a buffer came back meanwhile
+        return False
 
     # -- input ------------------------------------------------------------------------------
     def init_input(self) -> None:
@@ -327,6 +419,26 @@ class _NetworkInputStreamTask(StreamTask):
         self._aborted_before_handler = 0  # the newest checkpoint given up before the first barrier
         for g, _ in self._gates:
             g.set_availability_listener(self._on_input_available)
+            if self.env.unaligned_checkpoints:
+                g.set_priority_listener(self._on_priority_event)
+
+    def _on_priority_event(self) -> None:
+        """A barrier of an unaligned checkpoint reached an input (any thread): it is taken in a
+        mail, also while input processing waits for output buffers (FLIP-76: processed as soon
+        as it arrives)."""
+        self._run_on_task_thread(self._process_priority_events)
+
+    def _process_priority_events(self) -> None:
+        for idx, (gate, _inp) in enumerate(self._gates):
+            while not self._finished[idx] and gate.has_priority_event():
+                boe = gate.poll_next()
+                if boe is None:
+                    break
+                try:
+                    self._barriers(boe.event.options.alignment).process_barrier(boe.event, gate, boe.channel_index)
+                except BaseException as e:
+                    attribute_error(e, self._head_name)
+                    raise
 
     def _on_input_available(self) -> None:
         s = self._suspension
@@ -347,6 +459,8 @@ class _NetworkInputStreamTask(StreamTask):
         return None
 
     def _process_input(self, controller) -> None:
+        if self._output_pools and self._waits_for_output(controller):
+            return
         polled = self._poll()
         if polled is None:
             if all(self._finished):
@@ -367,6 +481,11 @@ class _NetworkInputStreamTask(StreamTask):
                 values = buffer.values
                 self.metrics.num_records_in += len(values)
                 self.metrics.num_buffers_in += 1
+                handler = self._barrier_handler
+                if handler is not None:  # an unaligned checkpoint stores what it processes
+                    writer = handler.channel_state_writer
+                    if writer is not None and writer.active:
+                        writer.add_input_buffer(gate.gate_index, boe.channel_index, values, buffer.timestamps)
                 try:
                     inp.process_batch(values, buffer.timestamps)
                 finally:
@@ -400,6 +519,21 @@ class _NetworkInputStreamTask(StreamTask):
             attribute_error(e, self._head_name)
             raise
 
+    def _process_recovered_input(self, channel_state: ChannelStateSnapshot) -> None:
+        by_gate = {g.gate_index: inp for g, inp in self._gates}
+        for gate_index, _channel, values, timestamps in recovered_input(channel_state):
+            inp = by_gate.get(gate_index)
+            if inp is None:
+                raise ValueError(
+                    f"{self.env.task_name_with_subtasks}: the restored in-flight data names input gate "
+                    f"{gate_index}, which the task does not have (the job's graph changed)")
+            self.metrics.num_records_in += len(values)
+            try:
+                inp.process_batch(values, timestamps)
+            except BaseException as e:
+                attribute_error(e, self._head_name)
+                raise
+
     def _checkpoint_aborted(self, checkpoint_id: int) -> None:
         if self._barrier_handler is not None:
             self._barrier_handler.on_checkpoint_aborted(checkpoint_id)
@@ -416,8 +550,9 @@ class _NetworkInputStreamTask(StreamTask):
 
     def _barriers(self, alignment: AlignmentType) -> CheckpointBarrierHandler:
         handler = self._barrier_handler
-        if handler is None:  # the job's mode is the same for all its checkpoints
-            handler = self._barrier_handler = create_barrier_handler(alignment, self, [g for g, _ in self._gates])
+        if handler is None:  # exactly-once or at-least-once: the same for all the job's checkpoints
+            handler = self._barrier_handler = create_barrier_handler(
+                alignment, self, [g for g, _ in self._gates], self._register_checkpoint_timer)
             if self._aborted_before_handler:
                 handler.on_checkpoint_aborted(self._aborted_before_handler)
         return handler
@@ -483,6 +618,8 @@ class SourceOperatorStreamTask(StreamTask):
         if self._stop_savepoint_id is not None:  # took a synchronous savepoint: reads no more
             if not self._waits_for_stop(controller):
                 controller.all_actions_completed()
+            return
+        if self._output_pools and self._waits_for_output(controller):
             return
         if not self._alignment_checked:  # the operators are open from the first action on
             self._setup_alignment()

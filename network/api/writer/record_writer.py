@@ -175,6 +175,40 @@ class RecordWriter:
         self.flush_all()
         self.partition.broadcast_event(event)
 
+    def broadcast_priority_event(self, event: Any) -> list:
+        """Put ``event`` ahead of every channel's in-flight data without flushing (the barrier
+        of an unaligned checkpoint, FLIP-76; Flink's ``broadcastEvent(event, true)``).
+
+        :returns: per channel, the data the event overtook, oldest first, as ``(values,
+            timestamps, serialized)`` entries (see
+            :meth:`~rill.network.partition.pipelined_subpartition.PipelinedSubpartition.add_priority_event`):
+            the buffers queued in its subpartition, then the channel's pending records (copied:
+            they stay pending and are sent after the event, as Flink's partly filled buffer).
+        :raises TypeError: if ``event`` is ``None`` or a Buffer.
+        :raises RuntimeError: after :meth:`close`, or if the partition is finished.
+        """
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        overtaken = self.partition.broadcast_priority_event(event)
+        pending_values, pending_timestamps = self._pending_values, self._pending_timestamps
+        for channel, entries in enumerate(overtaken):
+            if pending_values[channel]:
+                timestamps = pending_timestamps[channel]
+                entries.append((list(pending_values[channel]), None if timestamps is None else list(timestamps),
+                                None))
+        return overtaken
+
+    def broadcast_timeoutable_event(self, event: Any, on_polled) -> None:
+        """:meth:`broadcast_event`, reporting ``on_polled(channel)`` as each consumer takes the
+        event (:meth:`ResultPartition.broadcast_timeoutable_event`).
+
+        :raises TypeError, RuntimeError: as :meth:`broadcast_event`.
+        """
+        if self._closed:
+            raise RuntimeError(f"{self!r} is closed")
+        self.flush_all()
+        self.partition.broadcast_timeoutable_event(event, on_polled)
+
     def emit_watermark(self, watermark: Any) -> None:
         """Broadcast a :class:`~rill.common.streamrecord.Watermark` in order with the records
         (Flink's ``RecordWriterOutput.emitWatermark``)."""

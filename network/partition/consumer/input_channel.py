@@ -69,6 +69,29 @@ class InputChannel(abc.ABC):
         if gate is not None:
             gate.notify_channel_non_empty(self)
 
+    def notify_priority_event(self) -> None:
+        """Tell the gate this channel has a priority event at its head (Flink's
+        ``notifyPriorityEvent``): the gate polls it next. Thread-safe."""
+        gate = self._input_gate
+        if gate is not None:
+            gate.notify_priority_event(self)
+
+    def has_priority_event(self) -> bool:
+        """Whether the next entry is a priority event (consuming-task thread). The default:
+        ``False``."""
+        return False
+
+    def take_inflight_buffers(self) -> list:
+        """The data that reached this channel before the priority event it returned last and
+        is still queued behind it, as ``(payload, compressed)`` pairs (records serialized by
+        :func:`~rill.network.api.serialization.value_codec.pack_records`, lz4 when
+        ``compressed``), oldest first; each pair is returned once (Flink's
+        ``RemoteInputChannel.getInflightBuffers`` for an unaligned checkpoint's channel state).
+        Call on the consuming task's thread right after polling the event. The default, for a
+        channel that queues nothing of its own (a local channel reads its producer's
+        subpartition, whose overtaken buffers the producer stores): ``[]``."""
+        return []
+
     @abc.abstractmethod
     def request_subpartition(self) -> None:
         """Start consuming the subpartition. Idempotent.

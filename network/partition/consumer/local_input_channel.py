@@ -43,9 +43,13 @@ class LocalInputChannel(InputChannel):
             return
         if self._released:
             raise RuntimeError(f"{self!r} is released")
-        self._view = self.partition_manager.create_subpartition_view(
+        view = self.partition_manager.create_subpartition_view(
             self.partition_id, self.subpartition_index, self.notify_channel_non_empty
         )
+        set_priority_listener = getattr(view, "set_priority_listener", None)
+        if set_priority_listener is not None:
+            set_priority_listener(self.notify_priority_event)
+        self._view = view
 
     def get_next_buffer(self) -> Optional[BufferAndAvailability]:
         view = self._view
@@ -60,6 +64,10 @@ class LocalInputChannel(InputChannel):
                 raise PartitionReleasedError(self.partition_id, self.subpartition_index, cause) from cause
             return None
         return BufferAndAvailability(result.item, result.more_available)
+
+    def has_priority_event(self) -> bool:
+        view = self._view
+        return view is not None and not self._released and view.has_priority_event()
 
     def release(self) -> None:
         if self._released:

@@ -163,6 +163,8 @@ class RemoteInputChannel(InputChannel):
         self._deserializer = AdaptiveSpanningRecordDeserializer(config.max_payload_size_bytes, self.describe())
         self._lock = threading.Lock()
         self._queue: deque = deque()
+        #: the data entries queued when the last priority event arrived (see take_inflight_buffers)
+        self._inflight_before_priority: list = []
         self._error: Optional[BaseException] = None
         #: A data frame broke the protocol; the channel fails once the frames before it are in.
         self._pending_failure: Optional[BaseException] = None
@@ -388,7 +390,10 @@ class RemoteInputChannel(InputChannel):
             self._expected_sequence += 1
             self.events_received += 1
             self.bytes_received += len(payload)
-            self._enqueue((None, bytes(payload), flags))
+            if flags & messages.FLAG_PRIORITY:
+                self._enqueue_priority((None, bytes(payload), flags))
+            else:
+                self._enqueue((None, bytes(payload), flags))
             if self._flow_control:
                 manager.on_sender_backlog(backlog)
             return True
@@ -489,6 +494,31 @@ class RemoteInputChannel(InputChannel):
             return
         if notify:
             self.notify_channel_non_empty()
+
+    def _enqueue_priority(self, entry: tuple) -> None:
+        """A priority event (network thread): ahead of the queue, and the gate polls this
+        channel next. The data entries queued now arrived before it: they are this channel's
+        in-flight data for the event's checkpoint (:meth:`take_inflight_buffers`)."""
+        with self._lock:
+            if self._released:
+                return
+            queue = self._queue
+            self._inflight_before_priority = [e for e in queue if e[0] is not None]
+            queue.appendleft(entry)
+        self.notify_priority_event()
+
+    def has_priority_event(self) -> bool:
+        """Whether the next queued entry is a priority event."""
+        with self._lock:
+            queue = self._queue
+            return bool(queue) and queue[0][0] is None and bool(queue[0][2] & messages.FLAG_PRIORITY)
+
+    def take_inflight_buffers(self) -> list:
+        """See :meth:`InputChannel.take_inflight_buffers`: the payloads queued when the last
+        priority event arrived, copied (a payload's memory is reused once it is decoded)."""
+        with self._lock:
+            entries, self._inflight_before_priority = self._inflight_before_priority, []
+        return [(bytes(payload), bool(flags & messages.FLAG_COMPRESSED)) for _, payload, flags in entries]
 
     def _on_error_response(self, code: int, message: str) -> None:
         if code == messages.ERROR_PARTITION_NOT_FOUND:

@@ -95,6 +95,7 @@ class SingleInputGate(InputGate):
         # channels held back by checkpoint alignment: never queued, so never polled
         self._blocked = [False] * n
         self._listener: Optional[Callable[[], None]] = None
+        self._priority_listener: Optional[Callable[[], None]] = None
         self._closed = False
         self._set_up = False
         #: Buffers returned by poll_next (Flink's ``numBuffersIn``); written by the consumer thread.
@@ -146,6 +147,40 @@ class SingleInputGate(InputGate):
             listener = self._listener if len(queue) == 1 else None
         if listener is not None:
             listener()
+
+    def notify_priority_event(self, channel: InputChannel) -> None:
+        """``channel`` has a priority event at its head (the barrier of an unaligned checkpoint):
+        queue it first, ahead of every channel with data, so that the next poll returns the
+        event (Flink's ``SingleInputGate.notifyPriorityEvent``). Fires the availability
+        listener if the gate had nothing to read. Thread-safe; O(channels) per event."""
+        index = channel.channel_index
+        with self._lock:
+            if self._closed or self._finished_channels[index] or self._blocked[index]:
+                return
+            queue = self._channels_with_data
+            if self._queued[index]:
+                queue.remove(channel)
+            self._queued[index] = True
+            queue.appendleft(channel)
+            listener = self._listener if len(queue) == 1 else None
+            priority_listener = self._priority_listener
+        if listener is not None:
+            listener()
+        if priority_listener is not None:
+            priority_listener()
+
+    def set_priority_listener(self, listener: Optional[Callable[[], None]]) -> None:
+        """Call ``listener`` (any thread; cheap, must not raise) whenever a channel queued a
+        priority event, also while the gate has other data: a task whose input processing is
+        suspended (its output is full) handles the event in a mail (Flink's
+        ``getPriorityEventAvailableFuture``)."""
+        self._priority_listener = listener
+
+    def has_priority_event(self) -> bool:
+        """Whether the next :meth:`poll_next` returns a priority event (consuming-task thread)."""
+        with self._lock:
+            first = self._channels_with_data[0] if self._channels_with_data else None
+        return first is not None and first.has_priority_event()
 
     def poll_next(self) -> Optional[BufferOrEvent]:
         """The next buffer or event, or ``None`` if no channel has data (never blocks).

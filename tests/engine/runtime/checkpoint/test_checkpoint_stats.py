@@ -46,3 +46,21 @@ def test_tracker_counts_history_and_summaries():
     assert summary.state_size_bytes == StatsSummary.of([150])
     assert summary.sync_checkpoint_duration_ms == StatsSummary.of([1.0, 4.0])
     assert summary.alignment_duration_ms.maximum == 6.0
+
+
+def test_persisted_in_flight_data_and_the_unaligned_flag_per_checkpoint():
+    t = CheckpointStatsTracker()
+    for cid in (1, 2):
+        t.report_pending_checkpoint(cid, 1000 * cid, 2)
+    t.report_subtask_stats(1, "Map", 0, 1010, CheckpointMetrics(1.0, 2.0, 3.0, 0.5, 100, 700, True))
+    t.report_subtask_stats(1, "Map", 1, 1020, CheckpointMetrics(1.0, 2.0, 3.0, 0.5, 100, 0, False))
+    t.report_completed_checkpoint(1, 1025, None)
+    t.report_subtask_stats(2, "Map", 0, 2010, CheckpointMetrics(1.0, 2.0, 3.0, 0.5, 100))
+    t.report_subtask_stats(2, "Map", 1, 2020, CheckpointMetrics(1.0, 2.0, 3.0, 0.5, 100))
+    t.report_completed_checkpoint(2, 2025, None)
+    snap = t.create_snapshot()
+    assert [(c.checkpoint_id, c.persisted_data_bytes, c.unaligned_checkpoint) for c in snap.history] == [
+        (2, 0, False), (1, 700, True)]
+    assert [(s.persisted_data_bytes, s.unaligned_checkpoint) for s in snap.history[1].subtask_stats] == [
+        (700, True), (0, False)]
+    assert snap.summary.persisted_data_bytes == StatsSummary.of([700, 0])

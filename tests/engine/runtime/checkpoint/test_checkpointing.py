@@ -431,13 +431,6 @@ def test_without_checkpointing_nothing_is_snapshotted(env, tmp_path):
     assert not positions.exists() and not log.exists()
 
 
-def test_unaligned_checkpoints_are_refused_when_the_job_starts(env):
-    _configure(env, **{"execution.checkpointing.unaligned.enabled": "true"})
-    _counting_job(env, 10, 0)
-    with pytest.raises(Exception, match="Unaligned checkpoints .* are not built yet"):
-        env.execute_async("unaligned").get_job_execution_result().result(RESULT_TIMEOUT_S)
-
-
 async def test_the_async_client_gives_the_checkpoint_stats(env):
     _configure(env)
     _counting_job(env, 300, 0.002)

@@ -19,6 +19,7 @@ from rill.runtime.checkpoint.state_assignment import (
 )
 from rill.state import ValueStateDescriptor
 from rill.state.checkpoint import OperatorSubtaskState
+from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot
 from rill.state.checkpoint.metadata import CheckpointMetadata, InMemoryOperatorSubtaskStateHandle, OperatorState
 from rill.state.key_groups import assign_key_to_parallel_operator
 
@@ -193,3 +194,28 @@ def test_a_task_restore_holding_a_record_gives_it_back_and_absent_operators_none
     restore = JobManagerTaskRestore(4, {OP: record})
     assert restore.read_operator_state(OP) is record
     assert restore.read_operator_state("e" * 32) is None
+
+
+def _unaligned_snapshot(parallelism):
+    """Operator state with in-flight data (an unaligned checkpoint) in every subtask."""
+    from_subtask = {i: ChannelStateSnapshot([(0, 0, f"in-{i}".encode())], [(0, 1, f"out-{i}".encode())])
+                    for i in range(parallelism)}
+    handles = {i: InMemoryOperatorSubtaskStateHandle(OperatorSubtaskState(5, channel_state=c))
+               for i, c in from_subtask.items()}
+    return CheckpointMetadata(5, 0, {OP: OperatorState(OP, parallelism, MAX_P, handles)}), from_subtask
+
+
+def test_in_flight_data_goes_to_the_subtask_of_the_same_index():
+    meta, from_subtask = _unaligned_snapshot(2)
+    assignment = assign_states(meta, [target(2)])
+    for i in range(2):
+        restore = pickle.loads(pickle.dumps(assignment.get_task_restore("v" * 32, i)))
+        assert restore.read_channel_state(OP) == from_subtask[i]
+
+
+def test_in_flight_data_refuses_another_parallelism():
+    meta, _ = _unaligned_snapshot(2)
+    with pytest.raises(ValueError, match=r"Operator a{32} \(Count\): the snapshot is an unaligned checkpoint with "
+                                         r"in-flight data \(subtasks \[0, 1\]\), which Rill restores only at the same "
+                                         r"parallelism \(2\), not at 3"):
+        assign_states(meta, [target(3)])
