@@ -151,9 +151,13 @@ def _records_in(client, name: str) -> int:
 
 def run_restore_benchmark(make_env: Callable[[], object], n: int, parallelism: int, work_dir: str,
                           timeout_s: float = 600) -> RestoreTimings:
-    """Build the state (first run, savepoint, cancel), then restore it (second run) and time it.
+    """Build the state (first run, savepoint, cancel), then restore it (second run) and time it;
+    three keys' restored values are read back (queryable state) before the second run is
+    cancelled.
 
     :raises TimeoutError: if a phase does not end within ``timeout_s``.
+    :raises AssertionError: if the savepoint does not hold ``n`` keys, or a key read back
+        differs from what the first run stored.
     """
     markers = os.path.join(work_dir, "markers")
     os.makedirs(markers, exist_ok=True)
@@ -185,6 +189,10 @@ def run_restore_benchmark(make_env: Callable[[], object], n: int, parallelism: i
     opened = [os.path.join(markers, f"open-0-{i}") for i in range(parallelism)]
     try:
         _wait(lambda: all(os.path.exists(p) for p in opened), "every keyed subtask to open", timeout_s)
+        for key in sorted({0, n // 3, n - 1}):  # restored, not empty: read back (queryable state)
+            found = client.get_state(UID, STATE, key, timeout_s)
+            if found != payload(key):
+                raise AssertionError(f"key {key} restored as {found!r}, expected {payload(key)!r}")
     finally:
         client.cancel()
         client.wait(timeout_s)
