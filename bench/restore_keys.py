@@ -25,6 +25,8 @@ from rill.datastream.connectors import Boundedness, Source, SourceReader, Source
 from rill.state import ValueStateDescriptor
 from rill.state.checkpoint.filesystem import resolve_checkpoint_pointer
 
+from bench.failover_timeline import StateChange
+
 __all__ = ["KeysSource", "KeepPayload", "RestoreTimings", "build_job", "run_restore_benchmark"]
 
 UID = "keyed-payload"
@@ -128,6 +130,10 @@ class RestoreTimings:
     :ivar to_state_restored_s: submission → the last keyed subtask's ``open`` (its state restored).
     :ivar pyarrow_read_s: the baseline: ``pq.read_table`` of the same keyed files, every column.
     :ivar snapshot_s: building the state: the first run until its savepoint completed.
+    :ivar to_all_running_s: submission → every task of the restoring run RUNNING (from the
+        tasks' logged state changes; ``None`` without a log). Rill restores after RUNNING.
+    :ivar restore_part_s: the longest span of a keyed subtask from RUNNING to its ``open``:
+        reading its files and filling its backend (``None`` without a log).
     """
 
     keys: int
@@ -135,6 +141,8 @@ class RestoreTimings:
     to_state_restored_s: float
     pyarrow_read_s: float
     snapshot_s: float
+    to_all_running_s: Optional[float] = None
+    restore_part_s: Optional[float] = None
 
 
 def _wait(condition: Callable[[], bool], what: str, timeout_s: float) -> None:
@@ -150,10 +158,11 @@ def _records_in(client, name: str) -> int:
 
 
 def run_restore_benchmark(make_env: Callable[[], object], n: int, parallelism: int, work_dir: str,
-                          timeout_s: float = 600) -> RestoreTimings:
+                          timeout_s: float = 600,
+                          log: Optional[Callable[[str], List[StateChange]]] = None) -> RestoreTimings:
     """Build the state (first run, savepoint, cancel), then restore it (second run) and time it;
     three keys' restored values are read back (queryable state) before the second run is
-    cancelled.
+    cancelled. ``log(job_id)``: the job's task state changes, for the phases.
 
     :raises TimeoutError: if a phase does not end within ``timeout_s``.
     :raises AssertionError: if the savepoint does not hold ``n`` keys, or a key read back
@@ -196,5 +205,15 @@ def run_restore_benchmark(make_env: Callable[[], object], n: int, parallelism: i
     finally:
         client.cancel()
         client.wait(timeout_s)
-    restored = max(float(Path(p).read_text()) for p in opened)
-    return RestoreTimings(n, state_bytes, restored - submitted, pyarrow_read_s, snapshot_s)
+    opens = [float(Path(p).read_text()) for p in opened]
+    all_running = restore_part = None
+    if log is not None:
+        changes = log(client.get_job_id())
+        running = {c.task: c.time_s for c in changes if c.new == "RUNNING"}
+        keyed = [t for i in range(parallelism) for name, t in running.items() if name.endswith(f"({i + 1}/{parallelism})")
+                 and name.startswith("keep")]
+        if running and len(keyed) == parallelism:
+            all_running = max(running.values()) - submitted
+            restore_part = max(o - t for o, t in zip(opens, keyed))
+    return RestoreTimings(n, state_bytes, max(opens) - submitted, pyarrow_read_s, snapshot_s, all_running,
+                          restore_part)
