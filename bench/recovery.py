@@ -3,8 +3,9 @@
 ``failover``: the main job (``rill.examples.flight_stats``, all 336,776 flights, parallelism 2,
 checkpoints every 1 s, each source subtask held to ``--rate`` records/s so that the job is still
 running when the failure comes) fails once, 2 s after its first completed checkpoint, and is
-timed from the failure until the restarted attempt's first records reach its hourly FileSink,
-phase by phase (:mod:`bench.failover_timeline`). Failures: on a cluster (2 TaskExecutors x 2
+timed from the failure until records flow again (the restarted window task has records in, or
+the hourly FileSink gets a window result, whichever comes first), phase by phase
+(:mod:`bench.failover_timeline`). Failures: on a cluster (2 TaskExecutors x 2
 slots, started here), SIGKILL of the task process of the window task (``--kill-task``); in the
 embedded mode, the job's ``parse_flight`` raising once. Restart strategies: fixed-delay with a
 0 ms delay, and Flink's default once checkpointing is on (exponential-delay, 1 s initial
@@ -14,7 +15,7 @@ records at the same sink.
 ``restore``: :mod:`bench.restore_keys` (10^6 keys of 96-character STRING state: savepoint,
 then a second run restoring it), against pyarrow reading the same Parquet files alone.
 
-    python -m bench.recovery                           # both parts (~4 min on 2 cores)
+    python -m bench.recovery                           # both parts, both modes (~6 min on 2 quiet cores)
     python -m bench.recovery --part failover --runs 3
     python -m bench.recovery --part restore --keys 1000000 --mode cluster
 """
