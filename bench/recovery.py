@@ -147,8 +147,11 @@ def failover(make_env, work: str, strategy: dict, rate: float, kill: Optional[Ca
                   os.path.getsize(os.path.join(markers, "failed")) > 0, "the injected failure", client=client)
             failure_s = float(Path(markers, "failed").read_text())
         job_id = client.get_job_id()
-        # the watched task's metrics: first those of the new attempt (0 records in), then records
-        _wait(lambda: _records_in(client, watch_task) == 0, "the new attempt's metrics", client=client)
+        # the metrics are the new attempt's once its watched tasks run (the JobMaster replaced its
+        # tasks before deploying them; on a cluster its reports come every 100 ms, deployment
+        # takes longer)
+        _wait(lambda: any(c.attempt == 1 and c.new == "RUNNING" and watch_task in c.task for c in log(job_id)),
+              "the new attempt's watched task to run", client=client)
         _wait(lambda: _records_in(client, watch_task) > 0, "records in at the restarted task", client=client)
         flowing_at = time.time()
         _wait(lambda: watch.first_after(failure_s) is not None and any(
