@@ -37,7 +37,7 @@ from typing import Callable, List, Optional
 
 import numpy as np
 
-from rill.common import Encoder
+from rill.common import Encoder, JobStatus
 from rill.common.functions import CheckpointListener, KeyedProcessFunction, MapFunction
 from rill.datastream.connectors import Boundedness, FileSink, Source, SourceReader, SourceSplit
 from rill.state import ValueStateDescriptor
@@ -264,6 +264,11 @@ def run_once(make_env: Callable[[], object], seed: int, kind: str, n: int, work_
             assert time.monotonic() < deadline, f"seed={seed}: the failing record {fail_at} was never reached"
             time.sleep(0.01)
         kill_task_executor(int(pid_file.read_text()))
+        # the killed TaskExecutor's task processes run on until their parent-watch tick: released
+        # at once, the held task could finish attempt 0 before the loss is seen (no restart)
+        while client.get_job_status() is JobStatus.RUNNING:
+            assert time.monotonic() < deadline, f"seed={seed}: the job never saw the TaskExecutor's loss"
+            time.sleep(0.01)
         Path(markers, "release").touch()
     client.get_job_execution_result().result(timeout=timeout_s)
     seconds = time.monotonic() - start

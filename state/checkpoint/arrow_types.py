@@ -55,7 +55,13 @@ from rill.common.typeinfo import (
     RowTypeInfo,
     TupleTypeInfo,
 )
-from rill.state.checkpoint.object_codec import decode_object, decode_objects, encode_object, encode_objects
+from rill.state.checkpoint.object_codec import (
+    decode_object,
+    decode_object_column,
+    decode_objects,
+    encode_object,
+    encode_objects,
+)
 
 __all__ = ["ColumnCodec", "column_codec", "ttl_codec", "list_codec", "map_codec"]
 
@@ -78,6 +84,9 @@ class ColumnCodec:
     #: than ``to_arrow`` / ``from_arrow`` per value (untyped values: one msgpack packer)
     batch_to_arrow: Optional[Callable[[Sequence[Any]], List[Any]]] = None
     batch_from_arrow: Optional[Callable[[Sequence[Any]], List[Any]]] = None
+    #: the top-level column's decoding straight from the Arrow array, skipping ``to_pylist``
+    #: (untyped values: one msgpack stream over the column's data buffer)
+    column_from_arrow: Optional[Callable[[Any], List[Any]]] = None
 
     def encode(self, values: Sequence[Any]) -> pa.Array:
         """The Arrow array of ``values`` (``None`` elements are nulls, except in an untyped
@@ -96,6 +105,8 @@ class ColumnCodec:
 
     def decode(self, array: Any) -> List[Any]:
         """The Python values of ``array`` (an Arrow array or chunked array)."""
+        if self.column_from_arrow is not None:
+            return self.column_from_arrow(array)
         values = array.to_pylist()
         if self.batch_from_arrow is not None and array.null_count == 0:
             return self.batch_from_arrow(values)
@@ -171,7 +182,8 @@ _BASIC = {
 }
 
 #: The column of untyped values.
-UNTYPED = ColumnCodec(pa.binary(), encode_object, decode_object, encode_objects, decode_objects)
+UNTYPED = ColumnCodec(pa.binary(), encode_object, decode_object, encode_objects, decode_objects,
+                      decode_object_column)
 _PICKLED = ColumnCodec(pa.binary(), cloudpickle.dumps, cloudpickle.loads)
 
 

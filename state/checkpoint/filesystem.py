@@ -39,6 +39,7 @@ import cloudpickle
 import fsspec
 
 from rill.state.checkpoint.arrow_types import UNTYPED, ColumnCodec, column_codec
+from rill.state.checkpoint.collector import collector_paused
 from rill.state.checkpoint.metadata import (
     METADATA_FORMAT_VERSION,
     CheckpointMetadata,
@@ -175,6 +176,10 @@ class FileOperatorSubtaskStateHandle(OperatorSubtaskStateHandle):
             return read_channel_state_file(f)
 
     def read(self, key_group_range: Optional[KeyGroupRange] = None) -> OperatorSubtaskState:
+        with collector_paused():  # see rill.state.checkpoint.collector: a decode makes no cycles
+            return self._read(key_group_range)
+
+    def _read(self, key_group_range: Optional[KeyGroupRange]) -> OperatorSubtaskState:
         fs, root = _fs(self.directory)
         d = self.description
         keyed = []

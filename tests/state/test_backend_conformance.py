@@ -295,8 +295,17 @@ def test_restoring_does_not_share_values_with_the_snapshot(make_keyed):
     first.restore([snapshot])
     first.set_current_key(KEYS[0])
     first.get_or_create_keyed_state(LIST).add(99)
+    first.get_or_create_keyed_state(MAP).get("m").append(99)       # a user value inside a map
+    first.set_current_key(KEYS[1])
+    value = first.get_or_create_keyed_state(VALUE)
+    value.update((1, [2]))                                         # a tuple holding a list...
     second.restore([snapshot])
     assert _read(second, KEYS[0]) == _expected(0)
+    third = make_keyed()
+    third.restore([first.snapshot()])
+    value.value()[1].append(3)                                     # ...is copied, not shared
+    third.set_current_key(KEYS[1])
+    assert third.get_or_create_keyed_state(VALUE).value() == (1, [2])
 
 
 def test_a_snapshot_survives_pickling(make_keyed):

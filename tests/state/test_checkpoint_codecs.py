@@ -22,6 +22,8 @@ from rill.state.checkpoint.object_codec import (
     EXT_PICKLED,
     EXT_TUPLE,
     decode_object,
+    decode_object_column,
+    decode_objects,
     encode_object,
     encode_objects,
 )
@@ -57,6 +59,26 @@ def test_the_batch_encoding_of_tuples_is_the_packers_byte_for_byte(length):
     values = [("x" * length,), ("x" * length, 1, (2, ["y"])), (), ((1,),)]
     assert encode_objects(values) == [encode_object(v) for v in values]
     assert [decode_object(b) for b in encode_objects(values)] == values
+
+
+def test_a_column_decodes_in_one_pass_as_value_by_value():
+    encoded = pa.array(encode_objects(VALUES * 3), pa.binary())
+    assert decode_object_column(encoded) == decode_objects(encoded.to_pylist()) == VALUES * 3
+    assert [type(v) for v in decode_object_column(encoded)] == [type(v) for v in VALUES * 3]
+    sliced = encoded.slice(5, 20)  # an offset into the data buffer
+    assert decode_object_column(sliced) == (VALUES * 3)[5:25]
+    chunked = pa.chunked_array([encoded.slice(0, 7), encoded.slice(7)])
+    assert decode_object_column(chunked) == VALUES * 3
+    assert decode_object_column(pa.array([], pa.binary())) == []
+
+
+def test_a_column_with_a_bad_value_is_refused_as_that_value_is():
+    good = encode_object((1, 2))
+    for bad, error in [(b"\x92\x01", "incomplete input"),                           # truncated
+                       (good + b"\x01", "Not a msgpack-encoded snapshot value"),   # one too many
+                       (msgpack.packb(msgpack.ExtType(9, b"")), "Unknown msgpack extension type 9")]:
+        with pytest.raises(ValueError, match=error):
+            decode_object_column(pa.array([good, bad, good], pa.binary()))
 
 
 def test_unknown_extension_and_garbage_are_refused():
