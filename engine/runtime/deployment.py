@@ -88,6 +88,9 @@ class TaskDeploymentDescriptor:
         or ``None``.
     :param checkpointing_enabled: whether the job takes checkpoints (what operators see as
         ``StreamOperatorContext.checkpointing_enabled``).
+    :param final_checkpoint: whether the task, once its input ended and its operators finished,
+        waits for a checkpoint to complete before it ends (FLIP-147: checkpointing on and
+        ``execution.checkpointing.checkpoints-after-tasks-finish``).
     :param task_restore: the state to restore the subtask's operators from (a
         ``rill.runtime.checkpoint.job_manager_task_restore.JobManagerTaskRestore``: the
         checkpoint id and per generated operator id a handle the task reads), or ``None`` to
@@ -116,6 +119,7 @@ class TaskDeploymentDescriptor:
     channel_timeline: Optional[ChannelTimelineSettings] = None
     task_restore: Any = None
     checkpointing_enabled: bool = False
+    final_checkpoint: bool = False
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -72,9 +72,13 @@ class SubtaskCheckpointCoordinator:
 
     # -- the checkpoint (task thread) ---------------------------------------------------------
     def checkpoint_state(self, metadata: CheckpointMetaData, options: CheckpointOptions,
-                         alignment_duration_ms: float = 0.0) -> None:
+                         alignment_duration_ms: float = 0.0, task_finished: bool = False) -> None:
         """Take this task's part of checkpoint ``metadata.checkpoint_id``: barrier out,
-        synchronous snapshot, asynchronous write and acknowledgement (see the module)."""
+        synchronous snapshot, asynchronous write and acknowledgement (see the module).
+
+        :param task_finished: the operators have finished (end of input; FLIP-147): the
+            acknowledgement says so, so that the coordinator records them as finished.
+        """
         cid, ts = metadata.checkpoint_id, metadata.timestamp
         start_ns = time.monotonic_ns()
         start_delay_ms = max(0.0, time.time() * 1000 - ts)
@@ -110,12 +114,12 @@ class SubtaskCheckpointCoordinator:
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix=f"{self._name} async checkpoint")
         future = self._executor.submit(self._async_part, cid, options, states,
-                                       (sync_ms, alignment_duration_ms, start_delay_ms))
+                                       (sync_ms, alignment_duration_ms, start_delay_ms), task_finished)
         self._running.add(future)
         future.add_done_callback(self._running.discard)
 
     def _async_part(self, checkpoint_id: int, options: CheckpointOptions,
-                    states: List[Tuple[str, OperatorSubtaskState]], timings) -> None:
+                    states: List[Tuple[str, OperatorSubtaskState]], timings, task_finished: bool) -> None:
         sync_ms, alignment_ms, start_delay_ms = timings
         start_ns = time.monotonic_ns()
         try:
@@ -133,7 +137,7 @@ class SubtaskCheckpointCoordinator:
                 CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, f"{self._name}: {type(e).__name__}: {e}"))
             return
         if not self._closed:
-            self._responder.acknowledge_checkpoint(self._attempt_id, checkpoint_id, metrics, handles)
+            self._responder.acknowledge_checkpoint(self._attempt_id, checkpoint_id, metrics, handles, task_finished)
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, cause: CheckpointException) -> None:
         """Decline ``checkpoint_id`` and send a cancellation marker downstream, so that the

@@ -66,6 +66,8 @@ class RuntimeEnvironment:
     task_restore: Any = None
     #: whether the job takes checkpoints (``StreamOperatorContext.checkpointing_enabled``)
     checkpointing_enabled: bool = False
+    #: whether the task waits for a final checkpoint after its operators finished (FLIP-147)
+    final_checkpoint: bool = False
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ class Task:
                 checkpoint_responder=self.checkpoint_responder,
                 task_restore=self.tdd.task_restore,
                 checkpointing_enabled=self.tdd.checkpointing_enabled,
+                final_checkpoint=self.tdd.final_checkpoint,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)
