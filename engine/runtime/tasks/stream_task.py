@@ -140,6 +140,9 @@ class StreamTask:
         :raises BaseException: whatever an operator raised, tagged with the operator name.
         """
         env = self.env
+        if env.task_restore is not None and env.task_restore.finished_on_restore:
+            self._run_finished_on_restore()
+            return
         self.operator_chain = OperatorChain(env.vertex, env.record_writers, self._operator_context)
         self.init_input()
         self.operator_chain.initialize_state_and_open()
@@ -166,6 +169,49 @@ class StreamTask:
             p.finish()
         if self.subtask_checkpoint_coordinator is not None:  # acknowledged before FINISHED is reported
             self.subtask_checkpoint_coordinator.wait_for_pending_checkpoints()
+        self.metrics.mark_end()
+
+    def _run_finished_on_restore(self) -> None:
+        """Every operator of the task was fully finished in the snapshot restored from
+        (FLIP-147, Flink's ``FinishedOnRestoreOperator``): none is created or run; the inputs,
+        whose producers finished before the snapshot too, are read to their EndOfPartition and
+        the outputs end at once with EndOfData and EndOfPartition. Checkpoints triggered
+        meanwhile are not taken (the task reports FINISHED)."""
+        gates = list(self.env.input_gates)
+        suspension = None
+
+        def on_available() -> None:
+            if suspension is not None:
+                suspension.resume()
+
+        def drain(controller) -> None:
+            nonlocal suspension
+            progressed = False
+            for g in gates:
+                boe = None if g.is_finished() else g.poll_next()
+                if boe is not None:
+                    progressed = True
+                    if boe.buffer is not None:
+                        boe.buffer.recycle_buffer()
+            if all(g.is_finished() for g in gates):
+                controller.all_actions_completed()
+            elif not progressed:
+                suspension = controller.suspend_default_action()
+                if any(g.is_available() for g in gates if not g.is_finished()):  # arrived meanwhile
+                    suspension.resume()
+
+        for g in gates:
+            g.set_availability_listener(on_available)
+        self.mailbox_processor = MailboxProcessor(drain)
+        self.metrics.mark_start()
+        self.mailbox_processor.run_mailbox_loop()
+        if self.canceled:
+            raise CancelTaskException()
+        self._end_of_data = True
+        for w in self.env.record_writers:
+            w.broadcast_event(EndOfDataEvent(DataStopMode.DRAIN))
+        for p in self.env.result_partitions:
+            p.finish()
         self.metrics.mark_end()
 
     def cleanup(self) -> List[BaseException]:
@@ -496,6 +542,8 @@ class _NetworkInputStreamTask(StreamTask):
         """Triggered directly: every producer of this task finished (FLIP-147; Flink's
         ``triggerUnfinishedChannelsCheckpoint``). Their last records may still be in the
         channels, ahead of their EndOfPartition, so the checkpoint waits for every gate to end."""
+        if self.subtask_checkpoint_coordinator is None:
+            return  # finished on restore: no input was set up
         if all(self._finished):
             self._perform_checkpoint(metadata, options, 0.0)
             return
