@@ -14,6 +14,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from rill.common.functions import CheckpointListener, MapFunction
 from rill.common.serialization import Encoder
 from rill.datastream.connectors import FileSink
@@ -160,3 +162,72 @@ def test_restore_after_a_source_finished_does_not_run_it_again(env, tmp_path):
     client.get_job_execution_result().result(RESULT_TIMEOUT_S)
     assert os.listdir(markers) == ["failed"]  # the failure happened, once
     assert _committed(out) == sorted(SHORT + long_records)
+
+
+# -- externalized checkpoint retention -----------------------------------------------------------
+RETENTIONS = ("NO_EXTERNALIZED_CHECKPOINTS", "DELETE_ON_CANCELLATION", "RETAIN_ON_CANCELLATION")
+
+
+def _retention_job(env, directory, retention, records, fail_marker_dir=None):
+    _configure(env, **{"execution.checkpointing.dir": str(directory),
+                       "execution.checkpointing.externalized-checkpoint-retention": retention,
+                       "restart-strategy.type": "none"})
+    stream = env.from_collection(records).map(Slow(0.01)).name("Slow")
+    if fail_marker_dir is not None:
+        stream = stream.map(FailOnceAfterCheckpoint(str(fail_marker_dir), 1)).name("Fail")
+    stream.add_sink(lambda v: None)
+    return env.execute_async(f"retention {retention}")
+
+
+def _checkpoint_dirs(directory, client):
+    job_dir = Path(directory) / client.get_job_id()
+    return sorted(p.name for p in job_dir.iterdir() if p.name.startswith("chk-")) if job_dir.is_dir() else []
+
+
+def _wait_for_completed_checkpoint(client) -> None:
+    deadline = time.monotonic() + RESULT_TIMEOUT_S
+    while time.monotonic() < deadline:
+        stats = client.get_checkpoint_stats()
+        if stats is not None and stats.latest_completed is not None:
+            return
+        assert not client.is_done(), "the job ended before its first checkpoint"
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint completed in time")
+
+
+def _expect(directory, client, kept: bool) -> None:
+    latest = client.get_checkpoint_stats().latest_completed.checkpoint_id
+    assert _checkpoint_dirs(directory, client) == ([f"chk-{latest}"] if kept else [])
+
+
+@pytest.mark.parametrize("retention", RETENTIONS)
+def test_retention_on_cancel(env, tmp_path, retention):
+    """Cancelled: only RETAIN_ON_CANCELLATION keeps the latest checkpoint's directory."""
+    directory = tmp_path / "checkpoints"
+    client = _retention_job(env, directory, retention, list(range(10_000)))
+    _wait_for_completed_checkpoint(client)
+    client.cancel().result(RESULT_TIMEOUT_S)
+    assert client.wait(RESULT_TIMEOUT_S).name == "CANCELED"
+    _expect(directory, client, kept=retention == "RETAIN_ON_CANCELLATION")
+
+
+@pytest.mark.parametrize("retention", RETENTIONS)
+def test_retention_on_terminal_failure(env, tmp_path, retention):
+    """Failed for good (no restart): both externalized settings keep the latest checkpoint's
+    directory, NO_EXTERNALIZED_CHECKPOINTS deletes it (Flink's CHECKPOINT_NEVER_RETAINED)."""
+    directory, markers = tmp_path / "checkpoints", tmp_path / "markers"
+    markers.mkdir()
+    client = _retention_job(env, directory, retention, list(range(10_000)), markers)
+    assert client.wait(RESULT_TIMEOUT_S).name == "FAILED"
+    assert os.listdir(markers) == ["failed"]
+    _expect(directory, client, kept=retention != "NO_EXTERNALIZED_CHECKPOINTS")
+
+
+@pytest.mark.parametrize("retention", RETENTIONS)
+def test_retention_on_finish(env, tmp_path, retention):
+    """Finished: the checkpoints are discarded unless retained (RETAIN_ON_CANCELLATION keeps
+    the final one)."""
+    directory = tmp_path / "checkpoints"
+    client = _retention_job(env, directory, retention, list(range(20)))
+    assert client.wait(RESULT_TIMEOUT_S).name == "FINISHED"
+    _expect(directory, client, kept=retention == "RETAIN_ON_CANCELLATION")
