@@ -343,15 +343,16 @@ class StreamTask:
 
     # -- end of data and the final checkpoint (task thread; FLIP-147) -------------------------
     def _end_data(self) -> None:
-        """The input ended (Flink's ``StreamTask.endData``): timers quiesced (none fires after
-        ``finish``), ``end_input``/``finish`` of every operator (not after a stop without
-        drain: the input did not end), then ``EndOfDataEvent`` on every output behind the
-        records."""
+        """The input ended (Flink's ``StreamTask.endData``): ``end_input``/``finish`` of every
+        operator (not after a stop without drain: the input did not end; timers still fire
+        while an operator waits in them, as async I/O's timeouts), then the timers are quiesced
+        (none fires during the final checkpoint's wait) and ``EndOfDataEvent`` goes on every
+        output behind the records."""
         self._end_of_data = True
-        self.processing_time_service.quiesce()
         drained = self._stop_mode is not StopMode.NO_DRAIN
         if drained:
             self.operator_chain.end_input_and_finish()
+        self.processing_time_service.quiesce()
         event = EndOfDataEvent(DataStopMode.DRAIN if drained else DataStopMode.NO_DRAIN)
         for w in self.env.record_writers:
             w.broadcast_event(event)
