@@ -18,8 +18,8 @@ savepoint is aborted the task runs on.
 
 End of data and the final checkpoint (FLIP-147, Flink's ``StreamTask.endData`` and
 ``finalCheckpointMinId``): when a source's input ends, or every input channel of a network task
-delivered ``EndOfDataEvent`` (or ended), the task quiesces its timers, calls ``end_input`` and
-``finish`` of its operators and sends ``EndOfDataEvent`` on every output, behind the records:
+delivered ``EndOfDataEvent`` (or ended), the task calls ``end_input`` and ``finish`` of its
+operators, quiesces its timers and sends ``EndOfDataEvent`` on every output, behind the records:
 its consumers end their input on it, so the whole job finishes its operators before one
 checkpoint. With ``final_checkpoint`` (checkpointing on, ``checkpoints-after-tasks-finish``)
 the task then waits, still taking checkpoints (its snapshots say the task finished), until a
