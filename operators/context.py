@@ -48,6 +48,11 @@ class StreamOperatorContext:
         split assignments) to the task's mailbox at checkpoint priority, so that a checkpoint
         trigger that arrives after an event cannot run before it (Flink delivers operator
         events in order with checkpoint triggers). ``None`` outside a task.
+    :param final_checkpoint_expected: ``() -> bool``, asked at the end of input: whether a
+        checkpoint taken after ``finish`` will complete before the task ends (FLIP-147's final
+        checkpoint: checkpointing on, ``checkpoints-after-tasks-finish`` on, not stopping with a
+        savepoint); two-phase-commit sinks commit their last data through it, else at the end
+        of input. ``None``: no final checkpoint (outside a task).
     """
 
     task_name: str
@@ -75,6 +80,7 @@ class StreamOperatorContext:
     restored_checkpoint_id: Optional[int] = None
     checkpointing_enabled: bool = False
     coordinator_event_executor: Any = None
+    final_checkpoint_expected: Optional[Callable[[], bool]] = None
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -19,12 +19,14 @@ A restore commits the pending files of its state (idempotent: a file already ren
 skipped), truncates the in-progress files of its state to their recorded length and commits
 them too, and deletes every other in-progress file the subtasks it takes over left behind (a
 later attempt that restores nothing deletes them too).
-Without checkpointing (``context.checkpointing_enabled`` false) the end of input commits
-everything, as Flink's ``CommitterOperator`` does. With it, Flink 2 leaves the commit to the
-final checkpoint (FLIP-147), which Rill's runtime does not take yet: until it does, the end of
-input commits everything here too. The gap this leaves: a failure of another task after this
-subtask committed at its end restores from an earlier checkpoint and writes what this subtask
-wrote since then again (a job that fails before any sink subtask ended is exact).
+At the end of input (``finish``) every open part is closed to pending. When the runtime
+takes a final checkpoint (FLIP-147: ``context.final_checkpoint_expected()``, true with
+checkpointing and ``checkpoints-after-tasks-finish`` on), those files become that checkpoint's
+committables and its ``notify_checkpoint_complete`` commits them, so a failure anywhere in the
+job before then restores from a checkpoint that does not cover them and nothing is committed
+twice. Without a final checkpoint (no checkpointing, as Flink's ``CommitterOperator``; the
+option off; a task stopping with a savepoint, whose savepoint came before the end of input) the
+end of input commits everything.
 
 State (operator union list state, so that a restore at another parallelism sees everything and
 new subtask ``i`` takes over the files of old subtasks ``j`` with ``j % parallelism == i``):
@@ -346,9 +348,12 @@ class FileSinkOperator(AbstractStreamOperator):
             self._committer.commit(self._by_checkpoint.pop(cid))
 
     def finish(self) -> None:
-        """The input ended: close every part and commit everything now, with or without
-        checkpointing (the runtime takes no final checkpoint yet, FLIP-147: see the module)."""
+        """The input ended: close every part to pending; the final checkpoint commits them, or,
+        when none comes, commit everything now (see the module)."""
         self._writer.close_all()
+        expected = self.context.final_checkpoint_expected
+        if expected is not None and expected():
+            return
         pending = [c for cid in sorted(self._by_checkpoint) for c in self._by_checkpoint[cid]]
         self._by_checkpoint.clear()
         self._committer.commit(pending + self._writer.prepare_commit())

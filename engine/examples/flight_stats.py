@@ -18,8 +18,9 @@ the final statistics when its input ends (an event-time timer at the end of time
 end-of-input watermark fires) → union → CSV lines into a FileSink.
 
 Checkpoints: ``--checkpoint-interval MS`` turns them on (off by default) and ``--checkpoint-dir
-DIR`` writes them as Parquet under ``DIR/<job-id>/chk-<n>/`` (Spark reads the per-carrier state
-at ``<chk>/<operator id of uid carrier-stats>/keyed/stats``; see the README). Every stateful
+DIR`` writes them as Parquet under ``DIR/<job-id>/chk-<n>/`` and keeps the retained ones when the
+job ends (``RETAIN_ON_CANCELLATION``; Spark reads the per-carrier state at
+``<chk>/<operator id of uid carrier-stats>/keyed/stats``; see the README). Every stateful
 operator, source and sink has a uid, so ``rill stop`` + ``rill run --from-savepoint`` resumes the
 job at any parallelism; a resumed run keeps the output of the stopped one.
 ``--max-records-per-second N`` throttles each source subtask (to stop or watch it halfway).
@@ -118,7 +119,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--checkpoint-interval", type=int, metavar="MS", default=None,
                         help="take a checkpoint every MS milliseconds (default: no checkpoints)")
     parser.add_argument("--checkpoint-dir", metavar="DIR", default=None,
-                        help="write checkpoints under DIR (execution.checkpointing.dir; default: in memory)")
+                        help="write checkpoints under DIR (execution.checkpointing.dir; default: in memory) and "
+                             "keep them when the job ends (RETAIN_ON_CANCELLATION)")
     parser.add_argument("--max-records-per-second", type=float, metavar="N", default=None,
                         help="throttle each source subtask to N records per second (default: unthrottled)")
     return parser
@@ -143,6 +145,9 @@ def configure(env: StreamExecutionEnvironment, argv: Optional[List[str]] = None)
         env.enable_checkpointing(args.checkpoint_interval)
         if args.checkpoint_dir is not None:
             env.get_configuration().set_string("execution.checkpointing.dir", args.checkpoint_dir)
+            # what a user writes checkpoints to a directory for: reading or resuming them later
+            env.get_configuration().set_string("execution.checkpointing.externalized-checkpoint-retention",
+                                               "RETAIN_ON_CANCELLATION")
     flights = args.input or flights_csv()
     # a second run replaces the first's rows; a run resumed from a savepoint keeps them
     if not SavepointRestoreSettings.from_configuration(env.get_configuration()).restore_savepoint():

@@ -90,6 +90,9 @@ class TaskDeploymentDescriptor:
         ``StreamOperatorContext.checkpointing_enabled``).
     :param unaligned_checkpoints: whether its checkpoints may be unaligned (FLIP-76): the task
         then waits for output buffers in its mailbox, where a trigger runs at once.
+    :param final_checkpoint: whether the task, once its input ended and its operators finished,
+        waits for a checkpoint to complete before it ends (FLIP-147: checkpointing on and
+        ``execution.checkpointing.checkpoints-after-tasks-finish``).
     :param task_restore: the state to restore the subtask's operators from (a
         ``rill.runtime.checkpoint.job_manager_task_restore.JobManagerTaskRestore``: the
         checkpoint id and per generated operator id a handle the task reads), or ``None`` to
@@ -119,6 +122,7 @@ class TaskDeploymentDescriptor:
     task_restore: Any = None
     checkpointing_enabled: bool = False
     unaligned_checkpoints: bool = False
+    final_checkpoint: bool = False
 
     @property
     def task_name_with_subtasks(self) -> str:

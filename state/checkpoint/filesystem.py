@@ -541,6 +541,7 @@ def metadata_to_json(metadata: CheckpointMetadata, directory: Optional[str] = No
             subtasks.append({"subtask_index": index, **handle.description})
         operators.append({"operator_id": op.operator_id, "uid": op.uid, "name": op.name,
                           "parallelism": op.parallelism, "max_parallelism": op.max_parallelism,
+                          "fully_finished": op.fully_finished,
                           "coordinator_state": (None if op.coordinator_state is None
                                                 else base64.b64encode(op.coordinator_state).decode("ascii")),
                           "subtasks": subtasks})
@@ -585,6 +586,7 @@ def metadata_from_json(text: str, directory: str, source: str = "") -> Checkpoin
         coordinator_state = op.get("coordinator_state")  # absent in snapshots of earlier Rills
         operators[op["operator_id"]] = OperatorState(
             op["operator_id"], op["parallelism"], op["max_parallelism"], handles, op["uid"], op["name"],
-            None if coordinator_state is None else base64.b64decode(coordinator_state))
+            None if coordinator_state is None else base64.b64decode(coordinator_state),
+            bool(op.get("fully_finished", False)))  # absent before FLIP-147
     return CheckpointMetadata(doc["checkpoint_id"], doc["timestamp_ms"], operators,
                               SnapshotType(doc["snapshot_type"]), doc["job_id"], directory, version)

@@ -130,6 +130,9 @@ class OperatorState:
     :param coordinator_state: the state of the operator's coordinator (a source's split
         enumerator: ``SourceCoordinator.snapshot_state``), or ``None`` (Flink's
         ``OperatorState.getCoordinatorState``).
+    :param fully_finished: every subtask of the operator had finished when the snapshot was
+        taken (FLIP-147, Flink's ``FullyFinishedOperatorState``): it has no state, and a job
+        restored from the snapshot does not run it again (its tasks start finished).
     :raises ValueError: if the operator id is not 32 hex digits, a subtask index is outside
         ``[0, parallelism)``, or ``parallelism`` exceeds ``max_parallelism``.
     """
@@ -141,9 +144,12 @@ class OperatorState:
     uid: Optional[str] = None
     name: str = ""
     coordinator_state: Optional[bytes] = None
+    fully_finished: bool = False
 
     def __post_init__(self) -> None:
         oid = self.operator_id
+        if self.fully_finished and self.subtask_states:
+            raise ValueError(f"Operator {self.uid or oid} is fully finished: it has no subtask states")
         if len(oid) != 32 or any(c not in "0123456789abcdef" for c in oid):
             raise ValueError(f"Operator id {oid!r} is not 32 lowercase hex digits")
         if not 1 <= self.parallelism <= self.max_parallelism:

@@ -2,7 +2,7 @@
 in-progress and pending files, commit on notify_checkpoint_complete, nothing on abort, a crash
 between snapshot and notify followed by a restore (pending committed once, the failed attempt's
 files deleted, in-progress files truncated to the checkpoint), rescaling 2 -> 1, and the end of
-input with and without checkpointing."""
+input with and without checkpointing and a final checkpoint (FLIP-147)."""
 
 from __future__ import annotations
 
@@ -29,10 +29,14 @@ def _sink(tmp_path, rolling=None):
             .build())
 
 
-def _harness(sink, checkpointing=True, parallelism=1, subtask=0, restored=None, attempt=0):
+def _harness(sink, checkpointing=True, parallelism=1, subtask=0, restored=None, attempt=0, final_checkpoint=None):
+    """``final_checkpoint``: whether the runtime takes one after the end of input (default: with
+    checkpointing, as the runtime with ``checkpoints-after-tasks-finish`` on)."""
     h = OneInputStreamOperatorTestHarness(FileSinkOperator(sink), parallelism=parallelism, subtask_index=subtask,
                                           attempt_number=attempt)
     h.context.checkpointing_enabled = checkpointing
+    final = checkpointing if final_checkpoint is None else final_checkpoint
+    h.context.final_checkpoint_expected = lambda: final
     h.initialize_state(restored)
     h.open()
     return h
@@ -203,11 +207,35 @@ def test_without_checkpointing_the_end_of_input_commits(tmp_path):
     assert _lines(tmp_path) == ["a", "b"] and _hidden(tmp_path) == []
 
 
-def test_with_checkpointing_the_end_of_input_commits_too(tmp_path):
-    """No final checkpoint (FLIP-147) yet: the end of input commits what checkpoint 1 left
+def test_with_a_final_checkpoint_the_end_of_input_commits_nothing(tmp_path):
+    """FLIP-147: the end of input closes the last part to pending; the final checkpoint (2)
+    takes it and its notification commits it, with what checkpoint 1 left pending."""
+    sink = _sink(tmp_path, RollingPolicy.default_rolling_policy())
+    h = _harness(sink)
+    h.process_batch(["a", "b"])
+    h.snapshot(1)
+    h.process_batch(["c"])
+    h.end_input()
+    h.finish()
+    assert _visible(tmp_path) == [] and len(_hidden(tmp_path)) == 1  # one part, persisted at 1, closed now
+    snap = h.snapshot(2)
+    assert [(cid, final) for _, cid, _, final in snap.operator_state[COMMITTER_STATE_NAME][1]] == [
+        (2, f"part-{sink.run_id}-0-0.txt")]
+    assert snap.operator_state[WRITER_STATE_NAME][1][0][2] == ()  # nothing in progress
+    h.operator.notify_checkpoint_complete(1)  # the part was still open at 1: nothing to commit
+    assert _visible(tmp_path) == []
+    h.operator.notify_checkpoint_complete(2)
+    assert _lines(tmp_path) == ["a", "b", "c"] and _hidden(tmp_path) == []
+    h.close()
+    assert _lines(tmp_path) == ["a", "b", "c"]
+
+
+def test_with_checkpointing_but_no_final_checkpoint_the_end_of_input_commits(tmp_path):
+    """Checkpointing on but no final checkpoint coming (a stop with a savepoint, or
+    checkpoints-after-tasks-finish off): the end of input commits what checkpoint 1 left
     pending and what came after it."""
     sink = _sink(tmp_path)
-    h = _harness(sink)
+    h = _harness(sink, final_checkpoint=False)
     h.process_batch(["a", "b"])
     h.snapshot(1)
     h.process_batch(["c"])

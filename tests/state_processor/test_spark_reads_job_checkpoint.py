@@ -101,6 +101,9 @@ def test_spark_reads_the_keyed_state_a_job_checkpointed(env, spark, tmp_path):
     out.mkdir()
     env.enable_checkpointing(100)
     env.get_configuration().set_string("execution.checkpointing.dir", str(checkpoints))
+    # a cancelled job keeps its checkpoints only with RETAIN_ON_CANCELLATION, as in Flink
+    env.get_configuration().set_string("execution.checkpointing.externalized-checkpoint-retention",
+                                       "RETAIN_ON_CANCELLATION")
     env.set_parallelism(2)
     (env.from_source(CountThenIdle(), None, "numbers").uid("numbers").set_parallelism(1)
         .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Touch(str(out))))

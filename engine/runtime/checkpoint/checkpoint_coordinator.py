@@ -9,8 +9,9 @@ Life of a checkpoint:
    passed since the last one completed; it is skipped (not a failure) while any task is not
    RUNNING;
 2. id ``n`` (1, 2, ...) gets a storage location and a :class:`PendingCheckpoint` that waits
-   for every task's acknowledgement; the source tasks (no network inputs) get the trigger; the
-   timeout (``timeout_ms``) starts;
+   for every running task's acknowledgement; the source tasks (no network inputs), or once
+   tasks finished the running tasks whose producers all finished, get the trigger; the timeout
+   (``timeout_ms``) starts;
 3. every task acknowledges with its operators' state handles; the last acknowledgement
    completes it: the location is finalized with the metadata, the
    :class:`~rill.runtime.checkpoint.completed_checkpoint.CompletedCheckpoint` goes into the
@@ -28,8 +29,14 @@ Threading: any method may be called from any thread (timer, task threads and asy
 checkpoint threads embedded; the actor's thread in the cluster); state is guarded by one lock,
 and tasks, stores and the failure callback are called outside it.
 
-Not built yet: checkpoints after tasks finish (FLIP-147): once any task finished, triggers are
-skipped, and a task finishing during a checkpoint aborts it (``CHECKPOINT_DECLINED_TASK_CLOSING``).
+Checkpoints after tasks finish (FLIP-147, ``checkpoints_after_tasks_finish``): the
+:func:`~rill.runtime.checkpoint.checkpoint_plan.calculate_checkpoint_plan` picks the tasks to
+trigger (running tasks whose inputs' producers all finished) and to wait for (the running ones);
+a task acknowledges with ``task_finished`` once its operators finished (its final checkpoint),
+and when that checkpoint completes the task counts as finished from then on. An operator whose
+every subtask finished is *fully finished* in the metadata (no state; a restore does not run
+it). With the option off, triggers are skipped once any task finished. A task finishing while a
+checkpoint waits for it aborts that checkpoint (``CHECKPOINT_DECLINED_TASK_CLOSING``, not counted).
 
 Unaligned checkpoints (FLIP-76): with ``unaligned`` on, checkpoints are ``UNALIGNED`` when the
 aligned-checkpoint timeout is 0, else ``ALIGNED`` with that timeout (they switch to unaligned
@@ -52,15 +59,16 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Set, Tuple
 
 from rill.common.checkpointing_options import CheckpointingMode, CheckpointingOptions
-from rill.graph.states import ExecutionState
+from rill.graph.states import ExecutionState, JobStatus
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import AlignmentType, CheckpointMetrics, CheckpointOptions
+from rill.runtime.checkpoint.checkpoint_plan import calculate_checkpoint_plan
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsSnapshot, CheckpointStatsTracker
 from rill.runtime.checkpoint.completed_checkpoint import CompletedCheckpoint
-from rill.runtime.checkpoint.completed_checkpoint_store import CompletedCheckpointStore
+from rill.runtime.checkpoint.completed_checkpoint_store import CompletedCheckpointStore, discard_on_shutdown
 from rill.runtime.checkpoint.pending_checkpoint import OperatorInfo, PendingCheckpoint, TaskAcknowledgeResult
 from rill.runtime.checkpoint.stop_mode import StopMode
 from rill.runtime.checkpoint.timer import Cancellable, CheckpointTimer
@@ -88,7 +96,7 @@ def operators_of_job_graph(job_graph) -> List[OperatorInfo]:
     for v in job_graph.get_vertices():
         for cfg in v.stream_configs.values():
             out.append(OperatorInfo(str(cfg.operator_id), v.get_parallelism(), cfg.max_parallelism,
-                                    cfg.operator_name, cfg.uid))
+                                    cfg.operator_name, cfg.uid, str(v.get_id())))
     return out
 
 
@@ -147,6 +155,8 @@ class CheckpointCoordinator:
         self._job_failed = False
         #: checkpoint id -> the future of a pending savepoint's directory
         self._savepoint_futures: Dict[int, concurrent.futures.Future] = {}
+        #: attempt ids whose final checkpoint completed: they exit and count as finished
+        self._finishing_attempts: Set[str] = set()
 
     # -- scheduling ---------------------------------------------------------------------------
     def start_checkpoint_scheduler(self) -> None:
@@ -199,10 +209,13 @@ class CheckpointCoordinator:
                     if self._retry is None:
                         self._retry = self._timer.schedule(wait_ms, self._on_retry)
                     return None
-            tasks = list(self._tasks())
-            if not tasks or any(state is not ExecutionState.RUNNING for _, state in tasks):
-                _LOG.debug("Checkpoint skipped: %s", CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING.message)
+            plan, why = calculate_checkpoint_plan(list(self._tasks()), self.options.checkpoints_after_tasks_finish,
+                                                  self._finishing_attempts)
+            if plan is None:
+                _LOG.debug("Checkpoint skipped: %s (%s)",
+                           CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING.message, why)
                 return None
+            tasks = plan.tasks_to_wait_for
             checkpoint_id = next(self._ids)
             timestamp = _now_ms()
             try:
@@ -217,15 +230,16 @@ class CheckpointCoordinator:
             if location is not None:
                 pending = PendingCheckpoint(
                     self.job_id, checkpoint_id, timestamp,
-                    {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location,
-                    coordinator_states=coordinator_states)
+                    {t.tdd.attempt_id: t.task_name_with_subtasks for t in tasks}, self._operators, location,
+                    coordinator_states=coordinator_states,
+                    finished_subtasks=[(str(t.tdd.vertex.get_id()), t.tdd.subtask_index) for t in plan.finished_tasks])
                 self._pending[checkpoint_id] = pending
                 pending.cancellable = self._timer.schedule(
                     self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
                 self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
                 options = CheckpointOptions(SnapshotType.CHECKPOINT, location, self._alignment,
                                             aligned_checkpoint_timeout_ms=self._aligned_checkpoint_timeout_ms)
-                sources = [t for t, _ in tasks if not t.tdd.input_gates]
+                sources = plan.tasks_to_trigger
         if location is None:
             if fail is not None:
                 self._fail_job(fail)
@@ -340,10 +354,15 @@ class CheckpointCoordinator:
 
     # -- messages from tasks ------------------------------------------------------------------
     def receive_acknowledge_message(self, attempt_id: str, checkpoint_id: int, metrics: CheckpointMetrics,
-                                    subtask_state) -> bool:
+                                    subtask_state, task_finished: bool = False) -> bool:
         """A task acknowledged checkpoint ``checkpoint_id`` with ``subtask_state``
         (operator id -> handle or ``None``); returns whether it was accepted (a late or unknown
-        acknowledgement is dropped, as Flink's ``receiveAcknowledgeMessage``)."""
+        acknowledgement is dropped, as Flink's ``receiveAcknowledgeMessage``).
+
+        :param task_finished: the task's operators had finished when it took the snapshot
+            (Flink's ``TaskStateSnapshot.isTaskFinished``): it exits once a checkpoint it took
+            part in completes (FLIP-147's final checkpoint).
+        """
         completed = None
         with self._lock:
             pending = self._pending.get(checkpoint_id)
@@ -351,7 +370,8 @@ class CheckpointCoordinator:
                 return False
             task = self._task(attempt_id)
             subtask_index = task.tdd.subtask_index if task is not None else -1
-            result = pending.acknowledge_task(attempt_id, subtask_index, subtask_state)
+            finished_vertex = str(task.tdd.vertex.get_id()) if task_finished and task is not None else None
+            result = pending.acknowledge_task(attempt_id, subtask_index, subtask_state, finished_vertex)
             if result is not TaskAcknowledgeResult.SUCCESS:
                 return False
             self.stats_tracker.report_subtask_stats(checkpoint_id, task.tdd.task_name, subtask_index, _now_ms(),
@@ -384,18 +404,35 @@ class CheckpointCoordinator:
 
     def on_task_finished(self, attempt_id: str) -> None:
         """A task finished: the pending checkpoints it did not acknowledge cannot complete
-        (``CHECKPOINT_DECLINED_TASK_CLOSING``, not counted; FLIP-147 is not built)."""
+        (``CHECKPOINT_DECLINED_TASK_CLOSING``, not counted); later ones are planned without it
+        (FLIP-147)."""
         with self._lock:
             waiting = [cid for cid, p in self._pending.items() if p.is_waiting_for(attempt_id)]
         for cid in waiting:
             self._abort(cid, CheckpointException(CheckpointFailureReason.CHECKPOINT_DECLINED_TASK_CLOSING))
 
-    def shutdown(self) -> None:
-        """The job ended: stop triggering, abort what is pending (idempotent)."""
+    def shutdown(self, job_status: Optional[JobStatus] = None) -> None:
+        """The job ended: stop triggering, abort what is pending (idempotent). With the job's
+        terminal ``job_status`` the completed checkpoints are discarded or kept as
+        ``externalized_checkpoint_retention`` says (see
+        :func:`~rill.runtime.checkpoint.completed_checkpoint_store.discard_on_shutdown`); the
+        kept ones are logged with their directories.
+
+        :raises ValueError: if ``job_status`` is not globally terminal.
+        """
+        discard = (None if job_status is None
+                   else discard_on_shutdown(self.options.externalized_checkpoint_retention, job_status))
         self.stop_checkpoint_scheduler()
         self._abort_all(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN)
         with self._lock:
             self._shutdown = True
+        if discard is None:
+            return
+        if not discard:
+            for c in self.completed_checkpoint_store.get_all():
+                _LOG.info("Checkpoint %d of job %s at %s not discarded (job %s, %s)", c.checkpoint_id, self.job_id,
+                          c.external_pointer, job_status.name, self.options.externalized_checkpoint_retention.name)
+        self.completed_checkpoint_store.shutdown(discard)
 
     # -- observation --------------------------------------------------------------------------
     def get_checkpoint_stats_snapshot(self) -> CheckpointStatsSnapshot:
@@ -426,6 +463,8 @@ class CheckpointCoordinator:
         with self._lock:
             self._last_completion_ns = time.monotonic_ns()
             self._continuous_failures = 0
+            # their final checkpoint completed: they exit on its notification (FLIP-147)
+            self._finishing_attempts.update(pending.finished_attempts)
             subsumed = [] if savepoint else [cid for cid, p in self._pending.items()
                                              if cid < pending.checkpoint_id
                                              and p.snapshot_type is SnapshotType.CHECKPOINT]

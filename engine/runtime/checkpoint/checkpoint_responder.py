@@ -22,9 +22,11 @@ class CheckpointResponder(abc.ABC):
 
     @abc.abstractmethod
     def acknowledge_checkpoint(self, attempt_id: str, checkpoint_id: int, metrics: CheckpointMetrics,
-                               subtask_state: Mapping[str, Optional[OperatorSubtaskStateHandle]]) -> None:
+                               subtask_state: Mapping[str, Optional[OperatorSubtaskStateHandle]],
+                               task_finished: bool = False) -> None:
         """The task's part of ``checkpoint_id`` is written: operator id -> handle (``None``
-        for an operator without state)."""
+        for an operator without state); ``task_finished``: its operators had finished (FLIP-147,
+        Flink's ``TaskStateSnapshot.isTaskFinished``)."""
 
     @abc.abstractmethod
     def decline_checkpoint(self, attempt_id: str, checkpoint_id: int, reason: BaseException) -> None:
@@ -38,10 +40,10 @@ class CoordinatorCheckpointResponder(CheckpointResponder):
     def __init__(self, get_coordinator) -> None:
         self._get_coordinator = get_coordinator
 
-    def acknowledge_checkpoint(self, attempt_id, checkpoint_id, metrics, subtask_state) -> None:
+    def acknowledge_checkpoint(self, attempt_id, checkpoint_id, metrics, subtask_state, task_finished=False) -> None:
         coordinator = self._get_coordinator()
         if coordinator is not None:
-            coordinator.receive_acknowledge_message(attempt_id, checkpoint_id, metrics, subtask_state)
+            coordinator.receive_acknowledge_message(attempt_id, checkpoint_id, metrics, subtask_state, task_finished)
 
     def decline_checkpoint(self, attempt_id, checkpoint_id, reason) -> None:
         coordinator = self._get_coordinator()

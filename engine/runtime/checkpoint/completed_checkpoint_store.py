@@ -11,9 +11,39 @@ from __future__ import annotations
 import threading
 from typing import List, Optional
 
+from rill.common.checkpointing_options import ExternalizedCheckpointRetention
+from rill.graph.states import JobStatus
 from rill.runtime.checkpoint.completed_checkpoint import CompletedCheckpoint
 
-__all__ = ["CompletedCheckpointStore"]
+__all__ = ["CompletedCheckpointStore", "discard_on_shutdown"]
+
+
+def discard_on_shutdown(retention: ExternalizedCheckpointRetention, job_status: JobStatus) -> bool:
+    """Whether a job that ended in ``job_status`` discards its completed checkpoints (Flink's
+    ``CheckpointProperties.forCheckpoint`` with ``CompletedCheckpoint.shouldBeDiscardedOnShutdown``):
+
+    ==============================  ========  ========  ======
+    retention                       FINISHED  CANCELED  FAILED
+    ==============================  ========  ========  ======
+    NO_EXTERNALIZED_CHECKPOINTS     discard   discard   discard
+    DELETE_ON_CANCELLATION          discard   discard   keep
+    RETAIN_ON_CANCELLATION          keep      keep      keep
+    ==============================  ========  ========  ======
+
+    One cell differs from Flink, whose properties discard on FINISHED whatever the setting:
+    with RETAIN_ON_CANCELLATION a finished job keeps its checkpoints, so that the last one of
+    a bounded job can be read (``spark.read.parquet``, ``rill.state_processor``) or resumed.
+
+    :raises ValueError: if ``job_status`` is not globally terminal (a restarting job keeps
+        its checkpoints: it restores from them).
+    """
+    if not job_status.is_globally_terminal_state():
+        raise ValueError(f"Checkpoints are discarded only when a job ends, not when it is {job_status.name}")
+    if retention is ExternalizedCheckpointRetention.NO_EXTERNALIZED_CHECKPOINTS:
+        return True
+    if retention is ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION:
+        return False
+    return job_status is not JobStatus.FAILED  # DELETE_ON_CANCELLATION
 
 
 class CompletedCheckpointStore:
@@ -65,10 +95,11 @@ class CompletedCheckpointStore:
             return len(self._checkpoints)
 
     def shutdown(self, discard: bool = True) -> None:
-        """Drop every checkpoint, discarding what they wrote when ``discard`` (Flink discards
-        on a finished or cancelled job unless checkpoints are retained externally)."""
+        """The job ended: with ``discard`` drop every checkpoint and delete what it wrote (see
+        :func:`discard_on_shutdown`); without, they stay (listed here, and on disk)."""
+        if not discard:
+            return
         with self._lock:
             checkpoints, self._checkpoints = self._checkpoints, []
-        if discard:
-            for c in checkpoints:
-                c.discard()
+        for c in checkpoints:
+            c.discard()

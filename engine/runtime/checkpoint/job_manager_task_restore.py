@@ -27,10 +27,14 @@ class JobManagerTaskRestore:
     :param task_state_snapshot: generated operator id (32 hex) -> that operator's state, as an
         :class:`OperatorSubtaskState` or a handle; operators of the chain that are absent
         start empty.
+    :param finished_on_restore: every operator of the task was fully finished in the snapshot
+        (FLIP-147, Flink's ``TaskStateSnapshot.isTaskDeployedAsFinished``): the task runs none
+        of them and ends its outputs at once.
     """
 
     restore_checkpoint_id: int
     task_state_snapshot: Mapping[str, SubtaskStateOrHandle] = field(default_factory=dict)
+    finished_on_restore: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "task_state_snapshot", dict(self.task_state_snapshot))

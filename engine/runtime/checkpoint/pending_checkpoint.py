@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Dict, Iterable, Mapping, Optional, Set
+from typing import Dict, Iterable, Mapping, Optional, Set, Tuple
 
 from rill.state.checkpoint.metadata import (
     CheckpointMetadata,
@@ -39,6 +39,8 @@ class OperatorInfo:
     :param max_parallelism: its number of key groups.
     :param name: the operator's name.
     :param uid: the user's uid when known.
+    :param vertex_id: the job vertex (task) that runs it: its subtasks finish together with
+        their tasks.
     """
 
     operator_id: str
@@ -46,6 +48,7 @@ class OperatorInfo:
     max_parallelism: int
     name: str
     uid: Optional[str] = None
+    vertex_id: str = ""
 
 
 class PendingCheckpoint:
@@ -59,13 +62,22 @@ class PendingCheckpoint:
     :param snapshot_type: checkpoint or savepoint.
     :param coordinator_states: operator id -> the state of its coordinator (a source's
         enumerator), taken before the sources were triggered.
+    :param finished_subtasks: ``(vertex id, subtask index)`` of the tasks that had finished when
+        it was triggered (FLIP-147); with the tasks that acknowledge as finished, an operator
+        whose every subtask finished is fully finished in the metadata.
     """
 
     def __init__(self, job_id: str, checkpoint_id: int, timestamp: int, tasks_to_ack: Mapping[str, str],
                  operators: Iterable[OperatorInfo], location: CheckpointStorageLocation,
                  snapshot_type: SnapshotType = SnapshotType.CHECKPOINT,
-                 coordinator_states: Optional[Mapping[str, bytes]] = None) -> None:
+                 coordinator_states: Optional[Mapping[str, bytes]] = None,
+                 finished_subtasks: Iterable[Tuple[str, int]] = ()) -> None:
         self._coordinator_states = dict(coordinator_states or {})
+        self._finished_subtasks: Dict[str, Set[int]] = {}
+        for vertex_id, index in finished_subtasks:
+            self._finished_subtasks.setdefault(vertex_id, set()).add(index)
+        #: attempt ids that acknowledged with their operators finished
+        self.finished_attempts: Set[str] = set()
         self.job_id = job_id
         self.checkpoint_id = checkpoint_id
         self.timestamp = timestamp
@@ -97,10 +109,13 @@ class PendingCheckpoint:
         return attempt_id in self._not_yet_acknowledged
 
     def acknowledge_task(self, attempt_id: str, subtask_index: int,
-                         subtask_state: Mapping[str, Optional[OperatorSubtaskStateHandle]]) -> TaskAcknowledgeResult:
+                         subtask_state: Mapping[str, Optional[OperatorSubtaskStateHandle]],
+                         finished_vertex: Optional[str] = None) -> TaskAcknowledgeResult:
         """Record one task's acknowledgement.
 
         :param subtask_state: operator id -> handle (``None``: the operator had no state).
+        :param finished_vertex: the task's vertex id when its operators had finished (Flink's
+            ``reportTaskHasFinishedOperators``), else ``None``.
         :raises ValueError: if an operator id is not one of the job's.
         """
         if self.disposed:
@@ -116,16 +131,29 @@ class PendingCheckpoint:
         for oid, handle in subtask_state.items():
             if handle is not None:
                 self._handles[oid][subtask_index] = handle
+        if finished_vertex is not None:
+            self._finished_subtasks.setdefault(finished_vertex, set()).add(subtask_index)
+            self.finished_attempts.add(attempt_id)
         return TaskAcknowledgeResult.SUCCESS
+
+    def _fully_finished(self, op: OperatorInfo) -> bool:
+        return len(self._finished_subtasks.get(op.vertex_id, ())) >= op.parallelism
 
     def metadata(self, external_pointer: Optional[str] = None) -> CheckpointMetadata:
         """The metadata of the completed checkpoint (every operator of the job, with the handles
-        of the subtasks that had state)."""
+        of the subtasks that had state; an operator whose every subtask finished is fully
+        finished, without state: Flink's ``FullyFinishedOperatorState``)."""
+        states = {}
+        for oid, op in self._operators.items():
+            if self._fully_finished(op):
+                states[oid] = OperatorState(oid, op.parallelism, op.max_parallelism, {}, op.uid, op.name,
+                                            fully_finished=True)
+            else:
+                states[oid] = OperatorState(oid, op.parallelism, op.max_parallelism, self._handles[oid],
+                                            op.uid, op.name, self._coordinator_states.get(oid))
         return CheckpointMetadata(
             checkpoint_id=self.checkpoint_id, timestamp=self.timestamp,
-            operator_states={oid: OperatorState(oid, op.parallelism, op.max_parallelism, self._handles[oid],
-                                                op.uid, op.name, self._coordinator_states.get(oid))
-                             for oid, op in self._operators.items()},
+            operator_states=states,
             snapshot_type=self.snapshot_type, job_id=self.job_id, external_pointer=external_pointer)
 
     def dispose(self) -> None:

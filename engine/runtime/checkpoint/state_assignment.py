@@ -25,7 +25,11 @@ failure (same parallelism) and a restore from a savepoint at another parallelism
 - **checks**: another max parallelism is refused with Flink's message; state that maps to no
   operator of the new job fails the restore naming the operator's id, uid and name, unless
   ``allow_non_restored_state`` (an operator state without any subtask state is skipped, as
-  Flink's "Skipping empty savepoint state").
+  Flink's "Skipping empty savepoint state");
+- **fully finished operators** (FLIP-147): a vertex whose every operator was fully finished in
+  the snapshot is deployed finished (``JobManagerTaskRestore.finished_on_restore``: nothing of
+  it runs again); a vertex that chains fully finished and unfinished operators is refused, as
+  Flink's "mixed operator finished state".
 
 Differences from Flink: Flink adopts the snapshot's max parallelism for a vertex whose max
 parallelism was not configured (``canRescaleMaxParallelism``); Rill refuses every change.
@@ -175,12 +179,23 @@ class StateAssignmentOperation:
 
     def assign_states(self) -> StateAssignment:
         """:raises ValueError: with Flink's message when an operator's max parallelism changed,
-            or when state maps to no operator and non-restored state is not allowed."""
+            when state maps to no operator and non-restored state is not allowed, or when a
+            vertex chains fully finished and unfinished operators."""
         remaining = dict(self.metadata.operator_states)
         per_subtask: Dict[Tuple[str, int], Dict[str, OperatorSubtaskStateHandle]] = {}
+        finished_vertices = []
         for vertex in self.vertices:
-            for generated, user_defined in vertex.operator_ids:
-                state = remaining.pop(user_defined or generated, None)
+            states = [remaining.pop(user_defined or generated, None) for generated, user_defined in vertex.operator_ids]
+            finished = [s is not None and s.fully_finished for s in states]
+            if finished and all(finished):
+                finished_vertices.append(vertex)
+                continue
+            if any(finished):
+                raise ValueError(
+                    f"Can not restore vertex {vertex.name} ({vertex.vertex_id}) which contains mixed operator "
+                    f"finished state: operators {[g for (g, _), f in zip(vertex.operator_ids, finished) if f]} "
+                    "were fully finished in the snapshot, the others were not")
+            for (generated, _), state in zip(vertex.operator_ids, states):
                 if state is None or not state.subtask_states:
                     continue
                 self._check_max_parallelism(state, vertex)
@@ -188,8 +203,11 @@ class StateAssignmentOperation:
                     per_subtask.setdefault((vertex.vertex_id, index), {})[generated] = handle
         skipped = self._check_state_mapping_completeness(remaining)
         cid = self.metadata.checkpoint_id
-        return StateAssignment(cid, {key: JobManagerTaskRestore(cid, states) for key, states in per_subtask.items()},
-                               skipped)
+        restores = {key: JobManagerTaskRestore(cid, states) for key, states in per_subtask.items()}
+        for vertex in finished_vertices:
+            for index in range(vertex.parallelism):
+                restores[(vertex.vertex_id, index)] = JobManagerTaskRestore(cid, finished_on_restore=True)
+        return StateAssignment(cid, restores, skipped)
 
     def _check_max_parallelism(self, state: OperatorState, vertex: VertexRestoreTarget) -> None:
         if state.max_parallelism < vertex.parallelism:

@@ -97,9 +97,13 @@ class SubtaskCheckpointCoordinator:
     # -- the checkpoint (task thread) ---------------------------------------------------------
     def checkpoint_state(self, metadata: CheckpointMetaData, options: CheckpointOptions,
                          alignment_duration_ms: float = 0.0,
-                         channel_state: Optional[ChannelStateWriter] = None) -> None:
+                         channel_state: Optional[ChannelStateWriter] = None,
+                         task_finished: bool = False) -> None:
         """Take this task's part of checkpoint ``metadata.checkpoint_id``: barrier out,
         synchronous snapshot, asynchronous write and acknowledgement (see the module).
+
+        :param task_finished: the operators have finished (end of input; FLIP-147): the
+            acknowledgement says so, so that the coordinator records them as finished.
 
         :param channel_state: of an unaligned checkpoint at a task with inputs, the writer its
             barrier handler made (the acknowledgement waits for it); a source task's is made here.
@@ -162,34 +166,37 @@ class SubtaskCheckpointCoordinator:
         if watch is not None:  # acknowledged once every barrier left, or converted at the timeout
             timings = (sync_ms, alignment_duration_ms, start_delay_ms)
             watch.on_done(lambda converted: self._submit(
-                cid, options.to_unaligned() if converted is not None else options, states, timings, converted))
+                cid, options.to_unaligned() if converted is not None else options, states, timings, converted,
+                task_finished))
             watch.timer = self._register_timer(ts + options.aligned_checkpoint_timeout_ms, watch.on_timeout)
             return
         if channel_state is None:
-            self._submit(cid, options, states, (sync_ms, alignment_duration_ms, start_delay_ms), None)
+            self._submit(cid, options, states, (sync_ms, alignment_duration_ms, start_delay_ms), None,
+                         task_finished)
             return
         channel_state.on_done(
             lambda alignment_ms: self._submit(cid, options, states, (sync_ms, alignment_ms, start_delay_ms),
-                                              channel_state),
+                                              channel_state, task_finished),
             lambda: None)
         if own_writer:  # no input to wait for
             channel_state.complete(0.0)
 
     def _submit(self, checkpoint_id: int, options: CheckpointOptions,
                 states: List[Tuple[str, OperatorSnapshotFutures]], timings,
-                channel_state: Optional[ChannelStateWriter]) -> None:
+                channel_state: Optional[ChannelStateWriter], task_finished: bool) -> None:
         if self._closed:
             return
         if self._executor is None:
             self._executor = concurrent.futures.ThreadPoolExecutor(
                 1, thread_name_prefix=f"{self._name} async checkpoint")
-        future = self._executor.submit(self._async_part, checkpoint_id, options, states, timings, channel_state)
+        future = self._executor.submit(self._async_part, checkpoint_id, options, states, timings,
+                                       channel_state, task_finished)
         self._running.add(future)
         future.add_done_callback(self._running.discard)
 
     def _async_part(self, checkpoint_id: int, options: CheckpointOptions,
                     states: List[Tuple[str, OperatorSnapshotFutures]], timings,
-                    channel_state: Optional[ChannelStateWriter]) -> None:
+                    channel_state: Optional[ChannelStateWriter], task_finished: bool) -> None:
         sync_ms, alignment_ms, start_delay_ms = timings
         start_ns = time.monotonic_ns()
         persisted = 0
@@ -214,7 +221,7 @@ class SubtaskCheckpointCoordinator:
                 CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, f"{self._name}: {type(e).__name__}: {e}"))
             return
         if not self._closed:
-            self._responder.acknowledge_checkpoint(self._attempt_id, checkpoint_id, metrics, handles)
+            self._responder.acknowledge_checkpoint(self._attempt_id, checkpoint_id, metrics, handles, task_finished)
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, cause: CheckpointException) -> None:
         """Decline ``checkpoint_id`` and send a cancellation marker downstream, so that the

@@ -549,7 +549,7 @@ class JobMasterActor(Actor):
             return
         if isinstance(msg, m.AcknowledgeCheckpoint):
             coordinator.receive_acknowledge_message(msg.attempt_id, msg.checkpoint_id, msg.metrics,
-                                                    cloudpickle.loads(msg.subtask_state))
+                                                    cloudpickle.loads(msg.subtask_state), msg.task_finished)
         else:
             coordinator.receive_decline_message(msg.checkpoint_id, msg.attempt_id, cloudpickle.loads(msg.reason))
 

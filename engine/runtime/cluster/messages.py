@@ -574,12 +574,14 @@ class NotifyCheckpointAborted:
 @dataclass(frozen=True, repr=False)
 class AcknowledgeCheckpoint:
     """StreamTask → JobMaster (Flink's ``AcknowledgeCheckpoint``): ``metrics`` a
-    ``CheckpointMetrics``, ``subtask_state`` the cloudpickled ``{operator id: handle or None}``."""
+    ``CheckpointMetrics``, ``subtask_state`` the cloudpickled ``{operator id: handle or None}``,
+    ``task_finished`` whether the task's operators had finished (FLIP-147)."""
 
     attempt_id: str
     checkpoint_id: int
     metrics: Any
     subtask_state: bytes
+    task_finished: bool = False
 
     __repr__ = _short_repr
 

@@ -156,9 +156,10 @@ class ActorCheckpointResponder(CheckpointResponder):
         self._outbox = outbox
         self._job_master = job_master
 
-    def acknowledge_checkpoint(self, attempt_id, checkpoint_id, metrics, subtask_state) -> None:
+    def acknowledge_checkpoint(self, attempt_id, checkpoint_id, metrics, subtask_state, task_finished=False) -> None:
         self._outbox.post(self._job_master, m.AcknowledgeCheckpoint(attempt_id, checkpoint_id, metrics,
-                                                                    cloudpickle.dumps(dict(subtask_state))))
+                                                                    cloudpickle.dumps(dict(subtask_state)),
+                                                                    task_finished))
 
     def decline_checkpoint(self, attempt_id, checkpoint_id, reason) -> None:
         try:

@@ -206,6 +206,8 @@ class JobMaster:
                     channel_timeline=timeline,
                     checkpointing_enabled=self.checkpointing_options.enabled,
                     unaligned_checkpoints=self.checkpointing_options.enabled and self.checkpointing_options.unaligned,
+                    final_checkpoint=(self.checkpointing_options.enabled
+                                      and self.checkpointing_options.checkpoints_after_tasks_finish),
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))
@@ -326,8 +328,10 @@ class JobMaster:
             coordinator.on_task_finished(task.tdd.attempt_id)
 
     def _shutdown_checkpointing(self) -> None:
+        """The job ended: its completed checkpoints are kept or discarded as its
+        ``externalized_checkpoint_retention`` says for its final status."""
         if self.checkpoint_coordinator is not None:
-            self.checkpoint_coordinator.shutdown()
+            self.checkpoint_coordinator.shutdown(self.status)
         if self._checkpoint_timer is not None:
             self._checkpoint_timer.shutdown()
 

@@ -68,6 +68,8 @@ class RuntimeEnvironment:
     checkpointing_enabled: bool = False
     #: whether they may be unaligned (the task then waits for output buffers in its mailbox)
     unaligned_checkpoints: bool = False
+    #: whether the task waits for a final checkpoint after its operators finished (FLIP-147)
+    final_checkpoint: bool = False
 
 
 @dataclass(frozen=True)
@@ -211,6 +213,7 @@ class Task:
                 task_restore=self.tdd.task_restore,
                 checkpointing_enabled=self.tdd.checkpointing_enabled,
                 unaligned_checkpoints=self.tdd.unaligned_checkpoints,
+                final_checkpoint=self.tdd.final_checkpoint,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)

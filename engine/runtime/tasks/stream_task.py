@@ -15,6 +15,18 @@ savepoint's ``notify_checkpoint_complete`` reached it (so two-phase-commit sinks
 with ``StopMode.NO_DRAIN`` the end of the inputs that follows is not an end of input for the
 operators (no ``MAX_WATERMARK`` from finished channels, no ``end_input``/``finish``). If the
 savepoint is aborted the task runs on.
+
+End of data and the final checkpoint (FLIP-147, Flink's ``StreamTask.endData`` and
+``finalCheckpointMinId``): when a source's input ends, or every input channel of a network task
+delivered ``EndOfDataEvent`` (or ended), the task calls ``end_input`` and ``finish`` of its
+operators, quiesces its timers and sends ``EndOfDataEvent`` on every output, behind the records:
+its consumers end their input on it, so the whole job finishes its operators before one
+checkpoint. With ``final_checkpoint`` (checkpointing on, ``checkpoints-after-tasks-finish``)
+the task then waits, still taking checkpoints (its snapshots say the task finished), until a
+checkpoint it took after that completed: its ``notify_checkpoint_complete`` commits what the
+two-phase-commit sinks hold; only then does it end its partitions (EndOfPartition) and finish.
+A network task whose producers all finished is triggered directly by the coordinator; it takes
+the checkpoint once every input gate ended, so the checkpoint covers all the producers' records.
 """
 
 from __future__ import annotations
@@ -23,7 +35,8 @@ import threading
 import time
 from typing import List, Optional
 
-from rill.network.events import CancelCheckpointMarker, CheckpointBarrier, EndOfPartitionEvent
+from rill.network.events import CancelCheckpointMarker, CheckpointBarrier, EndOfDataEvent, EndOfPartitionEvent
+from rill.network.events import StopMode as DataStopMode
 from rill.operators.context import StreamOperatorContext
 from rill.operators.source_operator import InputStatus
 from rill.operators.state_initializer import StreamTaskStateInitializer
@@ -83,6 +96,13 @@ class StreamTask:
         self._stop_mode: Optional[StopMode] = None
         self._stop_confirmed = False
         self._stop_suspension = None
+        # end of data and the final checkpoint (FLIP-147): whether the operators finished, the
+        # first checkpoint taken after that (Flink's finalCheckpointMinId), whether one at least
+        # as new completed, and the suspended default action waiting for it
+        self._end_of_data = False
+        self._final_checkpoint_id: Optional[int] = None
+        self._final_checkpoint_done = False
+        self._final_suspension = None
 
     # -- context for operators (called by OperatorChain) -----------------------------------
     def _operator_context(self, cfg) -> StreamOperatorContext:
@@ -106,6 +126,7 @@ class StreamTask:
             task_cancelled=self._cancel_requested.is_set,  # no reference back to the task
             checkpointing_enabled=env.checkpointing_enabled,
             coordinator_event_executor=self.mailbox_processor.get_mailbox_executor(MailPriority.CHECKPOINT),
+            final_checkpoint_expected=self._final_checkpoint_expected,
         )
         return self.state_initializer.initialize(ctx, self._restored_operator_state(cfg))
 
@@ -152,6 +173,9 @@ class StreamTask:
         :raises BaseException: whatever an operator raised, tagged with the operator name.
         """
         env = self.env
+        if env.task_restore is not None and env.task_restore.finished_on_restore:
+            self._run_finished_on_restore()
+            return
         self.operator_chain = OperatorChain(env.vertex, env.record_writers, self._operator_context)
         self.init_input()
         self._setup_output_availability()
@@ -174,8 +198,8 @@ class StreamTask:
         self.mailbox_processor.run_mailbox_loop()
         if self.canceled:
             raise CancelTaskException()
-        if self._stop_mode is not StopMode.NO_DRAIN:  # stopped without drain: the input did not end
-            self.operator_chain.end_input_and_finish()
+        if not self._end_of_data:  # stopped with a savepoint: the loop ended before the data did
+            self._end_data()
         if self._flusher is not None:
             self._flusher.cancel()
         for w in env.record_writers:
@@ -184,6 +208,49 @@ class StreamTask:
             p.finish()
         if self.subtask_checkpoint_coordinator is not None:  # acknowledged before FINISHED is reported
             self.subtask_checkpoint_coordinator.wait_for_pending_checkpoints()
+        self.metrics.mark_end()
+
+    def _run_finished_on_restore(self) -> None:
+        """Every operator of the task was fully finished in the snapshot restored from
+        (FLIP-147, Flink's ``FinishedOnRestoreOperator``): none is created or run; the inputs,
+        whose producers finished before the snapshot too, are read to their EndOfPartition and
+        the outputs end at once with EndOfData and EndOfPartition. Checkpoints triggered
+        meanwhile are not taken (the task reports FINISHED)."""
+        gates = list(self.env.input_gates)
+        suspension = None
+
+        def on_available() -> None:
+            if suspension is not None:
+                suspension.resume()
+
+        def drain(controller) -> None:
+            nonlocal suspension
+            progressed = False
+            for g in gates:
+                boe = None if g.is_finished() else g.poll_next()
+                if boe is not None:
+                    progressed = True
+                    if boe.buffer is not None:
+                        boe.buffer.recycle_buffer()
+            if all(g.is_finished() for g in gates):
+                controller.all_actions_completed()
+            elif not progressed:
+                suspension = controller.suspend_default_action()
+                if any(g.is_available() for g in gates if not g.is_finished()):  # arrived meanwhile
+                    suspension.resume()
+
+        for g in gates:
+            g.set_availability_listener(on_available)
+        self.mailbox_processor = MailboxProcessor(drain)
+        self.metrics.mark_start()
+        self.mailbox_processor.run_mailbox_loop()
+        if self.canceled:
+            raise CancelTaskException()
+        self._end_of_data = True
+        for w in self.env.record_writers:
+            w.broadcast_event(EndOfDataEvent(DataStopMode.DRAIN))
+        for p in self.env.result_partitions:
+            p.finish()
         self.metrics.mark_end()
 
     def cleanup(self) -> List[BaseException]:
@@ -234,23 +301,27 @@ class StreamTask:
             lambda: self._trigger_checkpoint(metadata, options), f"checkpoint {metadata.checkpoint_id} trigger")
 
     def _trigger_checkpoint(self, metadata: CheckpointMetaData, options: CheckpointOptions) -> None:
-        coordinator = self.subtask_checkpoint_coordinator
-        if coordinator is not None:
-            if options.stop_mode is not None:
-                self._begin_stop(metadata.checkpoint_id, options.stop_mode)
-            coordinator.checkpoint_state(metadata, options)
+        self._perform_checkpoint(metadata, options, 0.0)
 
     def trigger_checkpoint_on_barrier(self, metadata: CheckpointMetaData, options: CheckpointOptions,
                                       alignment_duration_ms: float, channel_state=None) -> None:
         """Every input delivered the barrier, or the first one of an unaligned checkpoint did
         (with its ``ChannelStateWriter``) (task thread; called by the barrier handler)."""
+        self._perform_checkpoint(metadata, options, alignment_duration_ms, channel_state)
+
+    def _perform_checkpoint(self, metadata: CheckpointMetaData, options: CheckpointOptions,
+                            alignment_duration_ms: float, channel_state=None) -> None:
         coordinator = self.subtask_checkpoint_coordinator
-        if coordinator is not None:
-            if options.stop_mode is not None:
-                self._begin_stop(metadata.checkpoint_id, options.stop_mode)
-            coordinator.checkpoint_state(metadata, options, alignment_duration_ms, channel_state)
-        elif channel_state is not None:
-            channel_state.abort()
+        if coordinator is None:
+            if channel_state is not None:
+                channel_state.abort()
+            return
+        if options.stop_mode is not None:
+            self._begin_stop(metadata.checkpoint_id, options.stop_mode)
+        if self._end_of_data and self._final_checkpoint_id is None:
+            self._final_checkpoint_id = metadata.checkpoint_id
+        coordinator.checkpoint_state(metadata, options, alignment_duration_ms, channel_state,
+                                     task_finished=self._end_of_data)
 
     def abort_checkpoint_on_barrier(self, checkpoint_id: int, cause: CheckpointException) -> None:
         """The inputs cannot align on ``checkpoint_id`` (task thread; the barrier handler)."""
@@ -280,6 +351,11 @@ class StreamTask:
             return
         if complete:
             coordinator.notify_checkpoint_complete(checkpoint_id)
+            if self._final_checkpoint_id is not None and checkpoint_id >= self._final_checkpoint_id:
+                self._final_checkpoint_done = True
+                suspension, self._final_suspension = self._final_suspension, None
+                if suspension is not None:
+                    suspension.resume()
         else:
             self._checkpoint_aborted(checkpoint_id)
             coordinator.notify_checkpoint_aborted(checkpoint_id)
@@ -358,6 +434,36 @@ class StreamTask:
             suspension.resume()  # a buffer came back meanwhile
         return False
 
+    # -- end of data and the final checkpoint (task thread; FLIP-147) -------------------------
+    def _end_data(self) -> None:
+        """The input ended (Flink's ``StreamTask.endData``): ``end_input``/``finish`` of every
+        operator (not after a stop without drain: the input did not end; timers still fire
+        while an operator waits in them, as async I/O's timeouts), then the timers are quiesced
+        (none fires during the final checkpoint's wait) and ``EndOfDataEvent`` goes on every
+        output behind the records."""
+        self._end_of_data = True
+        drained = self._stop_mode is not StopMode.NO_DRAIN
+        if drained:
+            self.operator_chain.end_input_and_finish()
+        self.processing_time_service.quiesce()
+        event = EndOfDataEvent(DataStopMode.DRAIN if drained else DataStopMode.NO_DRAIN)
+        for w in self.env.record_writers:
+            w.broadcast_event(event)
+
+    def _final_checkpoint_expected(self) -> bool:
+        """Whether a checkpoint taken after the end of data will complete before the task ends
+        (what operators see as ``StreamOperatorContext.final_checkpoint_expected``)."""
+        return (self.env.final_checkpoint and self.subtask_checkpoint_coordinator is not None
+                and self._stop_savepoint_id is None)
+
+    def _waits_for_final_checkpoint(self, controller) -> bool:
+        """Whether the task must not end yet: its data ended and no checkpoint it took since
+        has completed; the default action is suspended until one does."""
+        if not self._end_of_data or self._final_checkpoint_done or not self._final_checkpoint_expected():
+            return False
+        self._final_suspension = controller.suspend_default_action()
+        return True
+
     # -- input ------------------------------------------------------------------------------
     def init_input(self) -> None:
         pass
@@ -371,7 +477,7 @@ class _LogicalInput:
     that combines their channels' watermarks, and where records, watermarks and statuses go."""
 
     __slots__ = ("input_id", "gates", "offsets", "valve", "process_batch", "process_watermark",
-                 "process_status", "finished_gates")
+                 "process_status", "num_channels", "ended_channels")
 
     def __init__(self, input_id, gates, process_batch, process_watermark, process_status):
         self.input_id = input_id
@@ -385,13 +491,17 @@ class _LogicalInput:
         self.process_batch = process_batch
         self.process_watermark = process_watermark
         self.process_status = process_status
-        self.finished_gates = 0
+        self.num_channels = total
+        #: channels (numbered over the input) that delivered EndOfData or EndOfPartition
+        self.ended_channels = set()
 
 
 class _NetworkInputStreamTask(StreamTask):
     """Reads the task's input gates and feeds the head operator one buffer per default action;
-    watermarks and watermark statuses pass through one valve per logical input. When every
-    gate of every input has ended, the default action completes."""
+    watermarks and watermark statuses pass through one valve per logical input. An input ends
+    when each of its channels delivered EndOfData (or EndOfPartition); when every input ended
+    the data ends (:meth:`StreamTask._end_data`); when every gate has ended, and the final
+    checkpoint completed, the default action completes."""
 
     def _logical_inputs(self, head, gates_by_input) -> List[_LogicalInput]:
         raise NotImplementedError
@@ -417,6 +527,9 @@ class _NetworkInputStreamTask(StreamTask):
         #: created by the first barrier, in the mode the barrier says (never without checkpoints)
         self._barrier_handler: Optional[CheckpointBarrierHandler] = None
         self._aborted_before_handler = 0  # the newest checkpoint given up before the first barrier
+        self._inputs_ended = 0
+        #: a direct trigger (every producer finished) waiting for the gates to end: (metadata, options)
+        self._deferred_trigger = None
         for g, _ in self._gates:
             g.set_availability_listener(self._on_input_available)
             if self.env.unaligned_checkpoints:
@@ -464,7 +577,7 @@ class _NetworkInputStreamTask(StreamTask):
         polled = self._poll()
         if polled is None:
             if all(self._finished):
-                if not self._waits_for_stop(controller):
+                if not self._waits_for_stop(controller) and not self._waits_for_final_checkpoint(controller):
                     controller.all_actions_completed()
                 return
             self._suspension = controller.suspend_default_action()
@@ -497,19 +610,17 @@ class _NetworkInputStreamTask(StreamTask):
                 self._emit(inp, *inp.valve.input_watermark(event.timestamp, channel))
             elif isinstance(event, WatermarkStatus):
                 self._emit(inp, *inp.valve.input_watermark_status(event, channel))
+            elif isinstance(event, EndOfDataEvent):
+                self._channel_ended(inp, channel)
             elif isinstance(event, EndOfPartitionEvent):
-                drained = self._stop_mode is not StopMode.NO_DRAIN
-                if drained:  # a channel that finished after a stop without drain holds its watermark
-                    self._emit(inp, *inp.valve.channel_finished(channel))
-                if gate.is_finished():
-                    self._finished[gate_idx] = True
-                    inp.finished_gates += 1
-                    if inp.finished_gates == len(inp.gates) and drained:
-                        self._end_input(inp)
-                    if all(self._finished) and not self._waits_for_stop(controller):
-                        controller.all_actions_completed()
+                # an alignment it completes belongs before the end of the data
                 if self._barrier_handler is not None:
                     self._barrier_handler.process_end_of_partition(gate, boe.channel_index)
+                self._channel_ended(inp, channel)
+                if gate.is_finished():
+                    self._finished[gate_idx] = True
+                    if all(self._finished):
+                        self._all_gates_finished(controller)
             elif isinstance(event, CheckpointBarrier):
                 self._barriers(event.options.alignment).process_barrier(event, gate, boe.channel_index)
             elif isinstance(event, CancelCheckpointMarker):
@@ -534,7 +645,53 @@ class _NetworkInputStreamTask(StreamTask):
                 attribute_error(e, self._head_name)
                 raise
 
+    def _channel_ended(self, inp: _LogicalInput, channel: int) -> None:
+        """Channel ``channel`` of ``inp`` delivered EndOfData or EndOfPartition: no more records
+        on it. The data ends with the last channel of the last input, unless the task stops with
+        a savepoint (then it ends after the loop, once the savepoint completed)."""
+        if channel in inp.ended_channels:
+            return
+        inp.ended_channels.add(channel)
+        drained = self._stop_mode is not StopMode.NO_DRAIN
+        if drained:  # a channel that ended after a stop without drain holds its watermark
+            self._emit(inp, *inp.valve.channel_finished(channel))
+        if len(inp.ended_channels) < inp.num_channels:
+            return
+        if drained:
+            self._end_input(inp)
+        self._inputs_ended += 1
+        if self._inputs_ended == len(self._inputs) and self._stop_savepoint_id is None:
+            self._end_data()
+
+    def _all_gates_finished(self, controller) -> None:
+        """Every producer ended its partition: take a deferred direct trigger now, then end
+        unless a stop-with-savepoint or the final checkpoint is still to complete."""
+        if not self._end_of_data and self._stop_savepoint_id is None:
+            self._end_data()  # an input without channels never ends by itself
+        deferred, self._deferred_trigger = self._deferred_trigger, None
+        if deferred is not None:
+            self._perform_checkpoint(deferred[0], deferred[1], 0.0)
+        if not self._waits_for_stop(controller) and not self._waits_for_final_checkpoint(controller):
+            controller.all_actions_completed()
+
+    def _trigger_checkpoint(self, metadata: CheckpointMetaData, options: CheckpointOptions) -> None:
+        """Triggered directly: every producer of this task finished (FLIP-147; Flink's
+        ``triggerUnfinishedChannelsCheckpoint``). Their last records may still be in the
+        channels, ahead of their EndOfPartition, so the checkpoint waits for every gate to end."""
+        if self.subtask_checkpoint_coordinator is None:
+            return  # finished on restore: no input was set up
+        if all(self._finished):
+            self._perform_checkpoint(metadata, options, 0.0)
+            return
+        older, self._deferred_trigger = self._deferred_trigger, (metadata, options)
+        if older is not None and self.subtask_checkpoint_coordinator is not None:
+            self.subtask_checkpoint_coordinator.decline(older[0].checkpoint_id, CheckpointException(
+                CheckpointFailureReason.CHECKPOINT_DECLINED_SUBSUMED))
+
     def _checkpoint_aborted(self, checkpoint_id: int) -> None:
+        deferred = self._deferred_trigger
+        if deferred is not None and deferred[0].checkpoint_id <= checkpoint_id:
+            self._deferred_trigger = None
         if self._barrier_handler is not None:
             self._barrier_handler.on_checkpoint_aborted(checkpoint_id)
         else:
@@ -615,6 +772,10 @@ class SourceOperatorStreamTask(StreamTask):
         self._aligned_suspension = None
 
     def _process_input(self, controller) -> None:
+        if self._end_of_data:  # resumed by the final checkpoint's notification
+            if not self._waits_for_final_checkpoint(controller):
+                controller.all_actions_completed()
+            return
         if self._stop_savepoint_id is not None:  # took a synchronous savepoint: reads no more
             if not self._waits_for_stop(controller):
                 controller.all_actions_completed()
@@ -647,7 +808,9 @@ class SourceOperatorStreamTask(StreamTask):
         if status is InputStatus.END_OF_INPUT:
             if alignment is not None:  # finished: no longer holds the group back
                 alignment.report_watermark()
-            controller.all_actions_completed()
+            self._end_data()
+            if not self._waits_for_final_checkpoint(controller):
+                controller.all_actions_completed()
             return
         suspension = controller.suspend_default_action()
         now = self.processing_time_service.get_current_processing_time()

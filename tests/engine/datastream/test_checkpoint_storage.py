@@ -15,6 +15,7 @@ from rill.datastream import (
     CheckpointStorage,
     CustomCheckpointStorage,
     CustomStateBackend,
+    ExternalizedCheckpointRetention,
     FileSystemCheckpointStorage,
     HashMapStateBackend,
     JobManagerCheckpointStorage,
@@ -47,6 +48,9 @@ def run_checkpointed_job(env, name):
     conf.set_integer("rill.source.batch-size", 10)
     conf.set_integer("taskmanager.network.records-per-buffer", 10)
     env.enable_checkpointing(50)
+    # a finished job keeps its checkpoints only when they are retained
+    env.get_checkpoint_config().set_externalized_checkpoint_retention(
+        ExternalizedCheckpointRetention.RETAIN_ON_CANCELLATION)
     (env.from_collection(list(range(400))).map(Slow()).key_by(lambda i: i % 5).process(Count())
         .add_sink(lambda v: None))
     client = env.execute_async(name)

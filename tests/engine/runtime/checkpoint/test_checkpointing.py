@@ -25,6 +25,8 @@ from rill.state.checkpoint.storage import create_checkpoint_storage
 
 KEYS = 5
 RESULT_TIMEOUT_S = 120
+#: a finished job keeps its checkpoints (the default, NO_EXTERNALIZED_CHECKPOINTS, discards them)
+RETAIN = {"execution.checkpointing.externalized-checkpoint-retention": "RETAIN_ON_CANCELLATION"}
 
 
 def _configure(env, interval_ms=50, batch=10, **settings):
@@ -114,13 +116,10 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
     assert counts.number_of_in_progress_checkpoints == 0
     total = counts.number_of_total_checkpoints
     assert [c.checkpoint_id for c in stats.history] == list(range(total, total - len(stats.history), -1))
-    # only the last one may fail: triggered as the source finished (checkpoints after tasks
-    # finish, FLIP-147, are not built)
+    # none fails: the tasks end after their final checkpoint (FLIP-147)
     completed = [c for c in stats.history if c.status is CheckpointStatsStatus.COMPLETED]
-    assert completed == list(stats.history) or (
-        completed == list(stats.history[1:]) and counts.number_of_failed_checkpoints == 1
-        and stats.history[0].failure_message.startswith("Checkpoint was declined (task"))
-    assert stats.latest_completed.checkpoint_id == completed[0].checkpoint_id
+    assert completed == list(stats.history) and counts.number_of_failed_checkpoints == 0
+    assert stats.latest_completed.checkpoint_id == completed[0].checkpoint_id == total
     for c in completed:
         assert c.number_of_subtasks == c.number_of_acknowledged_subtasks == 3  # source chain + 2 counters
         assert sorted((s.task_name, s.subtask_index) for s in c.subtask_stats) == [
@@ -153,17 +152,21 @@ def test_checkpoints_complete_in_order_with_stats_and_notifications(env, tmp_pat
 
 @pytest.mark.embedded_only("reads the completed checkpoints in the JobMaster of this process")
 def test_every_retained_checkpoint_holds_the_counts_of_the_records_before_its_barrier(env):
-    _configure(env, **{"execution.checkpointing.num-retained": 1000})
+    _configure(env, **{"execution.checkpointing.num-retained": 1000}, **RETAIN)
     _counting_job(env, 600, 0.002)
     client = env.execute_async("checkpointed count")
     client.get_job_execution_result().result(RESULT_TIMEOUT_S)
     checkpoints = client._jm.checkpoint_coordinator.completed_checkpoint_store.get_all()
     assert len(checkpoints) >= 3
     assert [c.checkpoint_id for c in checkpoints] == list(range(1, len(checkpoints) + 1))
+    # the final checkpoint (FLIP-147): every task acknowledged it with its operators finished
+    final = checkpoints.pop().metadata.operator_states.values()
+    assert all(op.fully_finished and not op.subtask_states for op in final)
     positions = []
     for c in checkpoints:
         ops = {op.name: op for op in c.metadata.operator_states.values()}
         assert set(ops) == {"Source: Collection Source", "Position", "Count", "Sink: Unnamed"}
+        assert not any(op.fully_finished for op in ops.values())
         (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
         counts = {}
         for subtask, handle in ops["Count"].subtask_states.items():
@@ -195,7 +198,7 @@ class TwoInputCount(KeyedCoProcessFunction):
 def _two_input_checkpoints(env, mode):
     """A fast and a slow source into one keyed two-input counter: the slow source's barrier
     arrives tens of ms after the fast one's. Returns [(position a, position b, counts a, counts b)]."""
-    _configure(env, interval_ms=60, mode=mode, **{"execution.checkpointing.num-retained": 1000})
+    _configure(env, interval_ms=60, mode=mode, **{"execution.checkpointing.num-retained": 1000}, **RETAIN)
     fast = env.from_collection(list(range(3000))).map(Position(0.0002)).name("FastPosition")
     slow = env.from_collection(list(range(300))).map(Position(0.004)).name("SlowPosition")
     (fast.connect(slow).key_by(lambda i: i % KEYS, lambda i: i % KEYS).process(TwoInputCount()).name("Count")
@@ -205,8 +208,12 @@ def _two_input_checkpoints(env, mode):
     out = []
     for c in client._jm.checkpoint_coordinator.completed_checkpoint_store.get_all():
         ops = {op.name: op for op in c.metadata.operator_states.values()}
-        pos = {name: ops[name].subtask_states[0].read().operator_state["position"][1][0]
-               for name in ("FastPosition", "SlowPosition")}
+        if ops["Count"].fully_finished:  # the final checkpoint: no state left
+            continue
+        # a source that finished (FLIP-147) passed all its records: fully finished, no state
+        pos = {name: (total if ops[name].fully_finished
+                      else ops[name].subtask_states[0].read().operator_state["position"][1][0])
+               for name, total in (("FastPosition", 3000), ("SlowPosition", 300))}
         counts = {"a": {}, "b": {}}
         for handle in ops["Count"].subtask_states.values():
             for per_state in handle.read().keyed_state[0].key_groups.values():
@@ -303,8 +310,11 @@ def test_alignment_across_processes(env, tmp_path, mode):
         else:
             positions[(kind, int(cid))] = int(rest)
     ahead = 0
+    totals = {"a": 3000, "b": 300}
     for cid in completed:
         for name in ("a", "b"):
+            # a source task that finished is not in later checkpoints (FLIP-147): it passed all
+            positions.setdefault((name, cid), totals[name])
             expected = _prefix_counts(positions[(name, cid)])
             if mode is CheckpointingMode.EXACTLY_ONCE:
                 assert counts[cid][name] == expected, f"checkpoint {cid}, input {name}"
@@ -335,11 +345,8 @@ def test_a_checkpoint_that_times_out_is_aborted_and_operators_are_told(env, tmp_
     assert stats.counts.number_of_failed_checkpoints >= 1
     failed = [c for c in stats.history if c.status is CheckpointStatsStatus.FAILED]
     expired = [c for c in failed if c.failure_message.startswith("Checkpoint expired before completing.")]
-    # besides those that expired, only the last one may fail: declined as the source finishes
-    # (no checkpoints after tasks finish, FLIP-147, yet)
-    others = [c.failure_message for c in failed if c not in expired]
-    assert expired and all(m.startswith("Checkpoint was declined (task is closing)") for m in others), others
-    assert len(others) <= 1, others
+    # none fails otherwise: finishing tasks take the final checkpoint (FLIP-147)
+    assert expired and [c.failure_message for c in failed if c not in expired] == []
     aborted = {int(line.split()[1]) for line in _log_lines(log) if line.startswith("aborted ")}
     assert aborted and aborted <= {c.checkpoint_id for c in failed} | set(
         range(1, stats.counts.number_of_total_checkpoints + 1))
@@ -364,10 +371,9 @@ def test_one_checkpoint_at_a_time_and_the_minimum_pause_between_them(env, min_pa
     client = env.execute_async("pauses")
     client.get_job_execution_result().result(RESULT_TIMEOUT_S)
     history = list(reversed(client.get_checkpoint_stats().history))  # oldest first
-    # the last one may have been triggered just before the source finished
-    assert all(c.status is CheckpointStatsStatus.COMPLETED or c.failure_message.startswith(
-        "Checkpoint was declined (task is closing)") for c in history)
-    completed = [c for c in history if c.status is CheckpointStatsStatus.COMPLETED]
+    # every one completes, the last ones too: finishing tasks take them (FLIP-147)
+    assert all(c.status is CheckpointStatsStatus.COMPLETED for c in history)
+    completed = list(history)
     assert len(completed) >= 3
     for earlier, later in zip(completed, completed[1:]):
         # ms clocks: trigger and completion times are rounded down to the ms (2 ms of slack)
@@ -446,7 +452,8 @@ def test_checkpoints_in_a_directory_keep_the_retained_ones_and_read_back(env, tm
     processes and the JobMaster finalizes ``chk-<n>``; the newest ``num-retained`` stay, each
     read back from its directory with the counts of the records before its barrier."""
     directory = tmp_path / "checkpoints"
-    _configure(env, **{"execution.checkpointing.dir": str(directory), "execution.checkpointing.num-retained": 2})
+    _configure(env, **{"execution.checkpointing.dir": str(directory), "execution.checkpointing.num-retained": 2},
+               **RETAIN)
     _counting_job(env, 600, 0.002)
     client = env.execute_async("checkpoints in files")
     client.get_job_execution_result().result(RESULT_TIMEOUT_S)
@@ -454,7 +461,7 @@ def test_checkpoints_in_a_directory_keep_the_retained_ones_and_read_back(env, tm
     completed = [c.checkpoint_id for c in stats.history if c.status is CheckpointStatsStatus.COMPLETED]
     assert len(completed) >= 3
     job_dir = directory / client.get_job_id()
-    # the two newest completed ones stay; an aborted one (the source finishing) left nothing
+    # the two newest completed ones stay (the job finished, RETAIN_ON_CANCELLATION), nothing else
     assert sorted(p.name for p in job_dir.iterdir() if p.name.startswith("chk-")) == sorted(
         f"chk-{n}" for n in completed[:2])
     assert stats.latest_completed.external_path.rstrip("/").endswith(f"chk-{completed[0]}")
@@ -464,6 +471,9 @@ def test_checkpoints_in_a_directory_keep_the_retained_ones_and_read_back(env, tm
             str(job_dir / f"chk-{n}"))
         assert metadata.checkpoint_id == n
         ops = {op.name: op for op in metadata.operator_states.values()}
+        if n == completed[0]:  # the final checkpoint (FLIP-147): every operator finished, no state
+            assert all(op.fully_finished and not op.subtask_states for op in ops.values())
+            continue
         (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
         counts = {}
         for handle in ops["Count"].subtask_states.values():

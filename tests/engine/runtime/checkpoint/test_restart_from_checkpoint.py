@@ -153,6 +153,9 @@ def test_a_job_resumes_from_a_retained_checkpoint_at_another_parallelism(env, tm
     out.mkdir()
     env.enable_checkpointing(100)
     env.get_configuration().set_string("execution.checkpointing.dir", str(checkpoints))
+    # a cancelled job keeps its checkpoints only with RETAIN_ON_CANCELLATION, as in Flink
+    env.get_configuration().set_string("execution.checkpointing.externalized-checkpoint-retention",
+                                       "RETAIN_ON_CANCELLATION")
     env.set_parallelism(2)
     (env.from_source(FailOnSignal(str(markers)), None, "waits").uid("source-1").set_parallelism(1)
         .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Lines(str(out))))

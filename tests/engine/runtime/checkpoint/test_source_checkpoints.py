@@ -216,6 +216,9 @@ def test_a_job_started_from_a_checkpoint_goes_on_with_its_splits_and_checkpoint_
     checkpoints = tmp_path / "checkpoints"
     _source, markers, out = setup(env, tmp_path / "first", wait_in=1)
     env.get_configuration().set_string("execution.checkpointing.dir", str(checkpoints))
+    # a cancelled job keeps its checkpoints only with RETAIN_ON_CANCELLATION, as in Flink
+    env.get_configuration().set_string("execution.checkpointing.externalized-checkpoint-retention",
+                                       "RETAIN_ON_CANCELLATION")
     first = env.execute_async("first")
     wait_for((markers / "waiting").exists, "the reader to wait in split 1")
     seen = completed_checkpoints(first)

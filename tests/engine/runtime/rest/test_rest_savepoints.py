@@ -35,8 +35,8 @@ class Slow(MapFunction):
 def _slow_job(env) -> None:
     env.enable_checkpointing(100)
     env.get_configuration().set_string("rill.source.batch-size", "10")
-    # one source subtask: a subtask without a split would finish at once, and no checkpoint is
-    # triggered once a task finished (FLIP-147 is not built)
+    # one source subtask: a subtask without a split would finish at once, and a savepoint needs
+    # every task running
     env.set_parallelism(1)
     env.from_collection(list(range(N))).map(Slow()).key_by(lambda i: i % 3).reduce(lambda a, b: a + b) \
         .set_parallelism(2).add_sink(lambda v: None).set_parallelism(2)
