@@ -231,7 +231,9 @@ class LatencyRun:
     nor the records that filled the network buffers and drain at the end); ``samples``: those
     kept after the warm-up; ``sleep_lag_p99_ms``: p99 of how late a 1 ms sleep in a thread of
     this process woke up during the run (what the machine's scheduler, and in the embedded mode
-    the GIL, cost any thread).
+    the GIL, cost any thread); ``cores``: CPU seconds the job used (this process, plus the
+    cluster's processes in the cluster mode) ÷ the wall time of ``execute()``, deployment
+    included.
     """
 
     mode: str
@@ -248,7 +250,14 @@ class LatencyRun:
     throughput: float
     load_average: Tuple[float, float]
     sleep_lag_p99_ms: float
+    cores: float
     latencies_ms: List[float] = field(default_factory=list, repr=False)
+
+
+def _job_cpu_seconds(cluster) -> float:
+    """CPU seconds used so far by this process and, given a cluster, by the cluster's processes."""
+    t = os.times()
+    return t.user + t.system + (cluster.cpu_seconds() if cluster is not None else 0.0)
 
 
 def run_job(mode: str, records: int, rate: float, buffer_timeout_ms: int, out_dir: str,
@@ -271,8 +280,10 @@ def run_job(mode: str, records: int, rate: float, buffer_timeout_ms: int, out_di
         .key_by(itemgetter(0))
         .add_sink(LatencySink(token, out_dir, every)).name("latency"))
     la0 = load_average()
+    cpu0, wall0 = _job_cpu_seconds(cluster), time.monotonic()
     with SleepLagProbe() as probe:
         env.execute(f"latency {mode} timeout={buffer_timeout_ms}ms rate={rate:.0f}/s")
+    cores = (_job_cpu_seconds(cluster) - cpu0) / (time.monotonic() - wall0)
     la1 = load_average()
     count, pairs, _ = read_samples(token, out_dir)
     if count != records:
@@ -294,7 +305,7 @@ def run_job(mode: str, records: int, rate: float, buffer_timeout_ms: int, out_di
         p50_ms=_percentile(kept, 50), p99_ms=_percentile(kept, 99), max_ms=kept[-1],
         emitted_rate=records / emit_span if emit_span > 0 else float("inf"),
         throughput=(hi - lo) * every / mid_span if mid_span > 0 else float("inf"),
-        load_average=(la0, la1), sleep_lag_p99_ms=probe.p99_ms(), latencies_ms=kept)
+        load_average=(la0, la1), sleep_lag_p99_ms=probe.p99_ms(), cores=cores, latencies_ms=kept)
 
 
 def measure_mode(mode: str, args, out_dir: str, cluster=None, log=print) -> List[LatencyRun]:
@@ -312,7 +323,7 @@ def measure_mode(mode: str, args, out_dir: str, cluster=None, log=print) -> List
         runs.append(top)
         top_rate = top.throughput
         log(f"{mode}: maximum throughput {top_rate:,.0f} records/s ({top.records:,} records unthrottled, "
-            f"timeout 100 ms; load average {top.load_average[0]:.1f})")
+            f"timeout 100 ms; {top.cores:.2f} cores; load average {top.load_average[0]:.1f})")
     for timeout in args.timeouts:
         for load in args.loads:
             rate = load * top_rate
@@ -321,7 +332,7 @@ def measure_mode(mode: str, args, out_dir: str, cluster=None, log=print) -> List
             runs.append(run)
             log(f"{mode}: timeout {timeout:>3} ms, {load:.0%} load ({rate:,.0f}/s offered, "
                 f"{run.emitted_rate:,.0f}/s emitted): p50 {run.p50_ms:.2f} ms, p99 {run.p99_ms:.2f} ms, "
-                f"max {run.max_ms:.1f} ms ({run.samples:,} samples; 1 ms sleep late by p99 {run.sleep_lag_p99_ms:.1f} ms; "
+                f"max {run.max_ms:.1f} ms ({run.samples:,} samples; {run.cores:.2f} cores; 1 ms sleep late by p99 {run.sleep_lag_p99_ms:.1f} ms; "
                 f"load average {run.load_average[0]:.1f})")
     return runs
 
@@ -329,8 +340,8 @@ def measure_mode(mode: str, args, out_dir: str, cluster=None, log=print) -> List
 def format_table(runs: Sequence[LatencyRun]) -> str:
     """The Markdown table of the throttled runs (the issue's target checked on the cluster at 50%)."""
     lines = ["| mode | buffer timeout | load | offered rec/s | emitted rec/s | p50 ms | p99 ms | max ms "
-             "| samples | 1 ms sleep late p99 | load avg | target p99 ≤ timeout + 5 ms |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| samples | job cores | 1 ms sleep late p99 | load avg | target p99 ≤ timeout + 5 ms |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in runs:
         if r.load is None:
             continue
@@ -338,7 +349,7 @@ def format_table(runs: Sequence[LatencyRun]) -> str:
         if r.mode == "cluster" and r.load == 0.5:
             target = "MET" if r.p99_ms <= r.buffer_timeout_ms + TARGET_SLACK_MS else "MISSED"
         lines.append(f"| {r.mode} | {r.buffer_timeout_ms} ms | {r.load:.0%} | {r.rate:,.0f} | {r.emitted_rate:,.0f} "
-                     f"| {r.p50_ms:.2f} | {r.p99_ms:.2f} | {r.max_ms:.1f} | {r.samples:,} | {r.sleep_lag_p99_ms:.1f} ms "
+                     f"| {r.p50_ms:.2f} | {r.p99_ms:.2f} | {r.max_ms:.1f} | {r.samples:,} | {r.cores:.2f} | {r.sleep_lag_p99_ms:.1f} ms "
                      f"| {r.load_average[0]:.1f} | {target} |")
     return "\n".join(lines)
 

@@ -33,7 +33,7 @@ def _check_runs(runs, mode, loads, timeouts, seconds):
         assert lat == sorted(lat) and lat[0] > 0
         assert 0 < r["p50_ms"] <= r["p99_ms"] <= r["max_ms"] == lat[-1]
         assert r["rate"] > 0 and r["emitted_rate"] > 0 and r["throughput"] > 0
-        assert r["sleep_lag_p99_ms"] >= 0
+        assert r["sleep_lag_p99_ms"] >= 0 and r["cores"] > 0
     return throttled
 
 
