@@ -367,7 +367,8 @@ def plot(runs: Sequence[LatencyRun], path: str) -> None:
         mine = [r for r in runs if r.mode == mode and r.load is not None]
         timeouts = sorted({r.buffer_timeout_ms for r in mine})
         xs = range(len(timeouts))
-        for load, colour in zip(sorted({r.load for r in mine}), ("tab:blue", "tab:red", "tab:green")):
+        for i, load in enumerate(sorted({r.load for r in mine})):
+            colour = f"C{i}"
             by_t = {r.buffer_timeout_ms: r for r in mine if r.load == load}
             ax.plot(xs, [by_t[t].p50_ms for t in timeouts], "o-", color=colour, label=f"p50, {load:.0%} load")
             ax.plot(xs, [by_t[t].p99_ms for t in timeouts], "^--", color=colour, label=f"p99, {load:.0%} load")
@@ -404,6 +405,13 @@ def main(argv: Optional[List[str]] = None) -> int:
     args = parser.parse_args(argv)
     if args.sample_every < 1:
         parser.error(f"--sample-every must be >= 1, got {args.sample_every}")
+    if not all(load > 0 for load in args.loads):
+        parser.error(f"--loads must be fractions > 0 of the maximum (0 would run unthrottled), got {args.loads}")
+    if not all(t >= 0 for t in args.timeouts):
+        parser.error(f"--timeouts are buffer timeouts >= 0 ms (-1, flush only when full, has no bound to "
+                     f"compare with), got {args.timeouts}")
+    if args.seconds <= 0 or args.warmup_s < 0 or args.warmup_s >= args.seconds:
+        parser.error(f"need --seconds > 0 and 0 <= --warmup-s < --seconds, got {args.seconds} and {args.warmup_s}")
     modes = ("embedded", "cluster") if args.mode == "both" else (args.mode,)
     print(f"end-to-end latency, p={PARALLELISM}, source -> map -> key_by -> sink; every {args.sample_every}th "
           f"record sampled; throttled runs of {args.seconds:g} s, first {args.warmup_s:g} s dropped; "

@@ -102,3 +102,15 @@ def test_bad_source_arguments_and_missing_samples_are_named(tmp_path):
     (tmp_path / "abc.2.samples").write_bytes(struct.pack("=3q", 2, 10, 12))
     assert read_samples("abc", str(tmp_path)) == (5, [(10, 12), (20, 25), (40, 41)], 2)
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--loads", "0"], "--loads must be fractions > 0 of the maximum"),
+    (["--timeouts", "-1"], "--timeouts are buffer timeouts >= 0 ms"),
+    (["--seconds", "1", "--warmup-s", "1"], "need --seconds > 0 and 0 <= --warmup-s < --seconds"),
+    (["--sample-every", "0"], "--sample-every must be >= 1, got 0"),
+])
+def test_bad_arguments_are_refused_before_any_run(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        latency.main(argv)
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
