@@ -165,6 +165,7 @@ class JobMaster:
         network = NetworkOptions.from_configuration(conf)
         slots = assign_slots(self.job_graph, self.task_executor.num_slots)
         timeline = ChannelTimelineSettings.from_configuration(conf)
+        backend_settings = {k: v for k, v in conf.to_dict().items() if k.startswith("state.backend")}
         assignment = self._assign_states()
         tdds = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
@@ -203,6 +204,7 @@ class JobMaster:
                     source_batch_size=conf.get(ConfigOptions.SOURCE_BATCH_SIZE),
                     channel_timeline=timeline,
                     checkpointing_enabled=self.checkpointing_options.enabled,
+                    state_backend_settings=backend_settings,
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))

@@ -66,6 +66,8 @@ class RuntimeEnvironment:
     task_restore: Any = None
     #: whether the job takes checkpoints (``StreamOperatorContext.checkpointing_enabled``)
     checkpointing_enabled: bool = False
+    #: the job's ``state.backend.*`` keys (``state_backend_loader``)
+    state_backend_settings: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -205,6 +207,7 @@ class Task:
                 checkpoint_responder=self.checkpoint_responder,
                 task_restore=self.tdd.task_restore,
                 checkpointing_enabled=self.tdd.checkpointing_enabled,
+                state_backend_settings=self.tdd.state_backend_settings,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)
