@@ -59,7 +59,7 @@ from rill.state.typed_state import apply_declared_type
 __all__ = ["RocksDBKeyedStateBackend", "DEFAULT_KEY_CACHE_SIZE", "KEY_GROUP_PREFIX_BYTES", "new_db_options"]
 
 #: Entries of the key -> RocksDB key prefix cache before it is cleared.
-DEFAULT_KEY_CACHE_SIZE = 1 << 16
+DEFAULT_KEY_CACHE_SIZE = 1 << 18
 #: Bytes of the key-group prefix (Flink: 1 for max parallelism <= 128, else 2; Rill always 2).
 KEY_GROUP_PREFIX_BYTES = 2
 
@@ -107,6 +107,11 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self.instance_path = tempfile.mkdtemp(prefix="rill-rocksdb-", dir=local_dir)
         self._options = new_db_options(settings.predefined_options)
         self._db = rocksdict.Rdict(os.path.join(self.instance_path, "db"), self._options)
+        # Flink's RocksDB backend writes without the write-ahead log: a checkpoint, not the
+        # local directory, is what a restart recovers from
+        self._write_options = rocksdict.WriteOptions()
+        self._write_options.disable_wal = True
+        self._db.set_write_options(self._write_options)
         self._packer = new_packer()
         #: one value's msgpack bytes (states encode with it)
         self.pack: Callable[[Any], bytes] = self._packer.pack
@@ -272,6 +277,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             raise NotImplementedError(f"State '{name}': state TTL is not built for the RocksDB state backend "
                                       f"(EmbeddedRocksDBStateBackend); use the hashmap backend")
         cf = self._db.create_column_family(name, self._options)
+        cf.set_write_options(self._write_options)
         state = apply_declared_type(STATE_CLASSES[descriptor.state_type.name](self, cf, descriptor), descriptor)
         self._descriptors[name] = descriptor
         self._column_families[name] = cf
