@@ -284,6 +284,18 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._states[name] = state
         return state
 
+    def get_column_family(self, state_name: str) -> Any:
+        """The column family (a raw-mode ``rocksdict.Rdict``) of a registered state, for tools
+        and tests that read the stored layout.
+
+        :raises KeyError: if no state of that name is registered.
+        """
+        try:
+            return self._column_families[state_name]
+        except KeyError:
+            raise KeyError(f"No keyed state named {state_name!r} is registered "
+                           f"(registered: {sorted(self._column_families)})") from None
+
     def get_registered_state_names(self) -> List[str]:
         """Names of the registered states, in registration order."""
         return list(self._descriptors)
