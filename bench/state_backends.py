@@ -28,8 +28,9 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from operator import itemgetter
-from typing import Iterator, List
+from typing import Iterator, List, Optional
 
 from rill.common.functions import SinkFunction
 from rill.datastream import EmbeddedRocksDBStateBackend, HashMapStateBackend, StreamExecutionEnvironment
@@ -38,6 +39,8 @@ from rill.datastream.connectors.source import Boundedness, Source, SourceReader,
 __all__ = ["WordsSource", "run_backend", "main"]
 
 BATCH = 1024
+#: where ``python -m bench.state_backends`` runs from (bench/ is not installed)
+_REPOSITORY = str(Path(__file__).resolve().parents[1])
 
 
 @dataclass(frozen=True)
@@ -116,11 +119,11 @@ def run_backend(backend: str, keys: int, passes: int, local_dir: str) -> dict:
 def _child(backend: str, args: argparse.Namespace) -> dict:
     out = subprocess.run([sys.executable, "-m", "bench.state_backends", "--child", backend, "--keys",
                           str(args.keys), "--passes", str(args.passes), "--local-dir", args.local_dir],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, cwd=_REPOSITORY)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main(argv: List[str] = None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     """Run the comparison and print the table; exit 1 if the checksums differ from the
     expected one."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
