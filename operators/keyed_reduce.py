@@ -148,11 +148,28 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
                 self.output.collect_batch(out, timestamps)
 
     def _reduce_through_state(self, values: List[Any], keys: List[Any], append) -> None:
-        """The path of backends without heap tables: per record, the key is set and the value
-        read, reduced and written through the state object."""
-        set_key = self._backend.set_current_key
+        """The path of backends without heap tables. A state with per-batch access
+        (``get_values``/``put_values``, the RocksDB backend's) is read once for the batch's
+        keys and written once with what the records before an error left; a rich reduce
+        function, or another state, goes per record: the key set, the value read, reduced and
+        written through the state object."""
         state = self._state
         reduce = self._reduce
+        get_values = getattr(state, "get_values", None)
+        if get_values is not None and not self._sets_key:
+            stored = get_values(keys)
+            changed = {}
+            try:
+                for value, key in zip(values, keys):
+                    current = stored[key]
+                    if current is not None:
+                        value = reduce(current, value)
+                    stored[key] = changed[key] = value
+                    append(value)
+            finally:
+                state.put_values(changed)
+            return
+        set_key = self._backend.set_current_key
         for value, key in zip(values, keys):
             set_key(key)
             current = state.value()

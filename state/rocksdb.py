@@ -124,6 +124,8 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._void_bytes = self.pack(VOID_NAMESPACE)
         self._descriptors: Dict[str, StateDescriptor] = {}
         self._column_families: Dict[str, Any] = {}
+        #: the column families as write batches name them
+        self._cf_handles: Dict[str, Any] = {}
         self._states: Dict[str, AbstractRocksDBState] = {}
         self._key_selection_listeners: List[Callable[[Any], None]] = []
         self._disposed = False
@@ -160,6 +162,31 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             cache.clear()
         cache[key] = entry
         return entry
+
+    def key_prefix(self, key: Any) -> bytes:
+        """The RocksDB key prefix of ``key`` (key group + encoded key), for per-batch access.
+
+        :raises UnsupportedKeyError, ValueError: as :meth:`set_current_key`.
+        """
+        try:
+            return (self._key_cache.get(key) or self._prefix_of(key))[1]
+        except TypeError:
+            raise UnsupportedKeyError(
+                f"key of type {type(key).__name__} is unhashable: it cannot key a state table") from None
+
+    def write_values(self, state_name: str, ns_bytes: bytes, values: Dict[Any, Any]) -> None:
+        """Write ``{key: value}`` (``None``: delete) of one namespace into the column family of
+        ``state_name`` as one RocksDB write batch."""
+        batch = rocksdict.WriteBatch(raw_mode=True)
+        batch.set_default_column_family(self._cf_handles[state_name])
+        pack = self.pack
+        prefix_of = self.key_prefix
+        for key, value in values.items():
+            if value is None:
+                batch.delete(prefix_of(key) + ns_bytes)
+            else:
+                batch.put(prefix_of(key) + ns_bytes, pack(value))
+        self._db.write(batch)
 
     def compute_key_group_offset(self, key: Any) -> int:
         """Index of ``key``'s group in this backend's range (BATCH execution groups its input
@@ -281,6 +308,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         state = apply_declared_type(STATE_CLASSES[descriptor.state_type.name](self, cf, descriptor), descriptor)
         self._descriptors[name] = descriptor
         self._column_families[name] = cf
+        self._cf_handles[name] = self._db.get_column_family_handle(name)
         self._states[name] = state
         return state
 
@@ -472,6 +500,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         self._disposed = True
         self._states.clear()
         self._column_families.clear()
+        self._cf_handles.clear()
         self._key_selection_listeners.clear()
         self._key_cache.clear()
         self._current_key = self._key_group = self._key_bytes = None

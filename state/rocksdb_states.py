@@ -32,7 +32,7 @@ from rill.state.api import (
 from rill.state.checkpoint.object_codec import decode_object, decode_object_stream
 from rill.state.descriptors import StateDescriptor
 
-__all__ = ["AbstractRocksDBState", "RocksDBValueState", "RocksDBListState", "RocksDBMapState",
+__all__ = ["AbstractRocksDBState", "RocksDBValueState", "BatchedRocksDBValueState", "RocksDBListState", "RocksDBMapState",
            "RocksDBReducingState", "RocksDBAggregatingState", "STATE_CLASSES"]
 
 _NO_KEY_MESSAGE = "No key set. This method should not be called outside of a keyed context."
@@ -120,6 +120,43 @@ class RocksDBValueState(AbstractRocksDBState, ValueState):
             self.clear()
         else:
             self._cf[self._db_key()] = self._pack(value)
+
+
+class BatchedRocksDBValueState(RocksDBValueState):
+    """Per-batch access for operators (Rill; Flink reads per record): the values of many keys
+    in the current namespace with one multi-get, written back with one write batch. The
+    backend's current key is neither read nor changed."""
+
+    __slots__ = ()
+
+    def get_values(self, keys: List[Any]) -> Dict[Any, Any]:
+        """``{key: value}`` of the distinct ``keys`` (``None`` for a key without a value).
+
+        :raises UnsupportedKeyError, ValueError: as ``set_current_key`` for a bad key.
+        """
+        unique = list(dict.fromkeys(keys))
+        ns = self._ns_bytes
+        if ns is None:
+            raise self._access_error()
+        prefix_of = self._backend.key_prefix
+        raws = self._cf.get([prefix_of(k) + ns for k in unique])
+        return {k: None if raw is None else decode_object(raw) for k, raw in zip(unique, raws)}
+
+    def put_values(self, values: Dict[Any, Any]) -> None:
+        """Store ``{key: value}`` in the current namespace in one write batch; a value of
+        ``None`` removes the key's entry. A state with a declared type (whose ``update``
+        converts) writes through ``update`` per key instead, so values are converted alike."""
+        if type(self).update is BatchedRocksDBValueState.update:
+            self._backend.write_values(self._descriptor.name, self._ns_bytes, values)
+            return
+        backend = self._backend
+        saved = backend._key_bytes
+        try:
+            for key, value in values.items():
+                backend._key_bytes = backend.key_prefix(key)
+                self.update(value)
+        finally:
+            backend._key_bytes = saved
 
 
 class AbstractRocksDBMergingState(AbstractRocksDBState):
@@ -389,7 +426,7 @@ class RocksDBAggregatingState(AbstractRocksDBMergingState, AggregatingState):
 
 #: The state class of each ``StateType`` name.
 STATE_CLASSES = {
-    "VALUE": RocksDBValueState,
+    "VALUE": BatchedRocksDBValueState,
     "LIST": RocksDBListState,
     "MAP": RocksDBMapState,
     "REDUCING": RocksDBReducingState,
