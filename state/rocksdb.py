@@ -324,6 +324,14 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             raise KeyError(f"No keyed state named {state_name!r} is registered "
                            f"(registered: {sorted(self._column_families)})") from None
 
+    def get_state_descriptor(self, state_name: str) -> StateDescriptor:
+        """The descriptor a state was registered with (queryable state reads it).
+
+        :raises KeyError: if no state of that name is registered.
+        """
+        self.get_column_family(state_name)  # raises the KeyError
+        return self._descriptors[state_name]
+
     def get_registered_state_names(self) -> List[str]:
         """Names of the registered states, in registration order."""
         return list(self._descriptors)
