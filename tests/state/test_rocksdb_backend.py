@@ -8,7 +8,6 @@ from __future__ import annotations
 import pytest
 
 from rill.common import Configuration
-from rill.common.functions import AggregateFunction
 from rill.datastream import EmbeddedRocksDBStateBackend, PredefinedOptions, StateBackend
 from rill.state import (
     VOID_NAMESPACE,
@@ -24,22 +23,9 @@ from rill.state import (
 from rill.state.checkpoint.object_codec import encode_object
 from rill.state.rocksdb import RocksDBKeyedStateBackend, new_db_options
 from rill.state.rocksdb_options import RocksDBSettings
+from test_backend_conformance import Count
 
 MAX_P = 128
-
-
-class Count(AggregateFunction):
-    def create_accumulator(self):
-        return 0
-
-    def add(self, value, accumulator):
-        return accumulator + 1
-
-    def get_result(self, accumulator):
-        return accumulator
-
-    def merge(self, a, b):
-        return a + b
 
 
 @pytest.fixture
