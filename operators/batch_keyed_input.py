@@ -183,6 +183,10 @@ class _BatchWrapper(StreamOperator):
         if timers is not None:
             timers.fire_all_for_batch_key()
         backend = self.context.keyed_state_backend
+        remove_key_state = getattr(backend, "remove_key_state", None)
+        if remove_key_state is not None:  # a backend without heap tables (RocksDB)
+            remove_key_state(key)
+            return
         offset = backend.compute_key_group_offset(key)
         for name in backend.get_registered_state_names():
             by_namespace = backend.get_state_table(name).key_group_maps[offset]

@@ -74,11 +74,13 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         super().open()
         self._backend = backend
         self._state = backend.get_or_create_keyed_state(ValueStateDescriptor(self.STATE_NAME, self.type_info))
-        self._table = self._state.table
-        self._maps = self._table.key_group_maps
+        # the heap backend's tables, written directly below; other backends (RocksDB) have none
+        # and take the per-record path through the state object
+        self._table = getattr(self._state, "table", None)
+        self._maps = None if self._table is None else self._table.key_group_maps
         #: the table's ``pins`` when no key group was pinned any more, and the batches since
         #: (see _resolve_pinned)
-        self._unpinned_at = self._table.pins
+        self._unpinned_at = None if self._table is None else self._table.pins
         self._pinned_batches = 0
         selector = context.key_selector
         self._key_of = getattr(selector, "get_key", selector)
@@ -89,10 +91,12 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         # The backend's key -> key-group-offset cache, read directly on the fast path (the
         # mapping is a pure function of the key, so a stale dict could only miss, never lie);
         # misses go through compute_key_group_offset, which fills it.
-        self._key_group_cache = backend.key_group_cache
+        self._key_group_cache = None if table is None else backend.key_group_cache
         self._sets_key = is_rich(self.user_function)
         self._aggregation = None if self._sets_key else tuple_aggregation_for(self.user_function)
-        if self._aggregation is not None:
+        if self._maps is None:
+            self._aggregation = None
+        elif self._aggregation is not None:
             self._aggregation.start(not any(self._maps))
 
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
@@ -147,6 +151,14 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
             return
         keys = self._keys(values)
         out: List[Any] = []
+        if self._maps is None:
+            try:
+                self._reduce_through_state(values, keys, out.append)
+            finally:
+                if out:
+                    self.output.collect_batch(out, timestamps if timestamps is None or len(timestamps) == len(out)
+                                              else timestamps[: len(out)])
+            return
         try:
             by_namespaces = self._by_namespaces(keys)
             aggregation = self._aggregation
@@ -161,6 +173,37 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
                 if timestamps is not None and len(timestamps) != len(out):
                     timestamps = timestamps[: len(out)]  # an error stopped the batch
                 self.output.collect_batch(out, timestamps)
+
+    def _reduce_through_state(self, values: List[Any], keys: List[Any], append) -> None:
+        """The path of backends without heap tables. A state with per-batch access
+        (``get_values``/``put_values``, the RocksDB backend's) is read once for the batch's
+        keys and written once with what the records before an error left; a rich reduce
+        function, or another state, goes per record: the key set, the value read, reduced and
+        written through the state object."""
+        state = self._state
+        reduce = self._reduce
+        get_values = getattr(state, "get_values", None)
+        if get_values is not None and not self._sets_key:
+            stored = get_values(keys)
+            changed = {}
+            try:
+                for value, key in zip(values, keys):
+                    current = stored[key]
+                    if current is not None:
+                        value = reduce(current, value)
+                    stored[key] = changed[key] = value
+                    append(value)
+            finally:
+                state.put_values(changed)
+            return
+        set_key = self._backend.set_current_key
+        for value, key in zip(values, keys):
+            set_key(key)
+            current = state.value()
+            if current is not None:
+                value = reduce(current, value)
+            state.update(value)
+            append(value)
 
     def _reduce_batch(self, values: List[Any], keys: List[Any], by_namespaces: List[dict], append) -> None:
         ns = VOID_NAMESPACE

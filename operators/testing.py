@@ -38,7 +38,11 @@ from rill.operators.context import StreamOperatorContext
 from rill.operators.output_tag import OutputTag
 from rill.common.streamrecord import StreamRecord, Watermark
 from rill.operators.processing_time_service import TestProcessingTimeService
-from rill.operators.state_initializer import StreamTaskStateInitializer, snapshot_operator_state
+from rill.operators.state_initializer import (
+    KeyedStateBackendFactory,
+    StreamTaskStateInitializer,
+    snapshot_operator_state,
+)
 from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 
 __all__ = [
@@ -115,6 +119,8 @@ class OneInputStreamOperatorTestHarness:
     :param job_parameters: global job parameters (str -> str).
     :param attempt_number: execution attempt (default 0).
     :param initial_processing_time_ms: start of the test clock (default 0).
+    :param keyed_state_backend_factory: ``(key_group_range, max_parallelism) -> backend`` for
+        keyed operators (default the heap backend); e.g. a RocksDB backend's.
     """
 
     def __init__(
@@ -128,6 +134,7 @@ class OneInputStreamOperatorTestHarness:
         job_parameters: Optional[Dict[str, str]] = None,
         attempt_number: int = 0,
         initial_processing_time_ms: int = 0,
+        keyed_state_backend_factory: Optional[KeyedStateBackendFactory] = None,
     ) -> None:
         if not 0 <= subtask_index < parallelism:
             raise ValueError(f"subtask_index {subtask_index} is not in [0, {parallelism})")
@@ -150,7 +157,8 @@ class OneInputStreamOperatorTestHarness:
             job_parameters=dict(job_parameters or {}),
         )
         self._set_key_selectors()
-        self._state_initializer = StreamTaskStateInitializer()
+        self._state_initializer = (StreamTaskStateInitializer() if keyed_state_backend_factory is None
+                                   else StreamTaskStateInitializer(keyed_state_backend_factory))
         self._state_initializer.initialize(self.context)
         self._is_setup = False
         self._is_initialized = False
@@ -317,7 +325,7 @@ class OneInputStreamOperatorTestHarness:
 
     @property
     def keyed_state_backend(self) -> Any:
-        """The operator's ``HeapKeyedStateBackend`` (``None`` for the non-keyed harness)."""
+        """The operator's keyed state backend (``None`` for the non-keyed harness)."""
         return self.context.keyed_state_backend
 
     def num_keyed_state_entries(self) -> int:

@@ -75,7 +75,9 @@ def read_keyed_state(backend: KeyedStateBackend, state_name: str, key: Any, oper
             f"Operator '{operator_name}' has no keyed state named {state_name!r} (registered so far: "
             f"{sorted(names)}); a state is registered when the function first asks for it, with "
             "the descriptor's name")
-    descriptor = backend.get_state_table(state_name).descriptor
+    # the RocksDB backend names its descriptors; the heap backend's are on its state tables
+    describe = getattr(backend, "get_state_descriptor", None)
+    descriptor = describe(state_name) if describe is not None else backend.get_state_table(state_name).descriptor
     previous = backend.get_current_key()
     had_key = previous is not None
     backend.set_current_key(key)

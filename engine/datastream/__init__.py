@@ -67,6 +67,8 @@ _EXPORTS = {
     "CustomStateBackend": "rill.datastream.state_backend",
     "FileSystemCheckpointStorage": "rill.datastream.checkpoint_storage",
     "HashMapStateBackend": "rill.datastream.state_backend",
+    "EmbeddedRocksDBStateBackend": "rill.datastream.state_backend",
+    "PredefinedOptions": "rill.datastream.state_backend",
     "JobManagerCheckpointStorage": "rill.datastream.checkpoint_storage",
     "StateBackend": "rill.datastream.state_backend",
     "CheckpointingMode": "rill.common.checkpointing_options",

@@ -6,19 +6,28 @@ writes it into the job's Configuration (PyFlink 2.x sets the key directly; both 
 Where checkpoints go is the checkpoint storage's business
 (:mod:`rill.datastream.checkpoint_storage`).
 
-``EmbeddedRocksDBStateBackend`` and ``PredefinedOptions`` are not here: Rill has no RocksDB
-backend (``state.backend.type: rocksdb`` is refused at submission).
+``EmbeddedRocksDBStateBackend`` (``state.backend.type: rocksdb``) keeps keyed state in an
+embedded RocksDB per keyed operator and subtask (:mod:`rill.state.rocksdb`); it needs the
+optional ``rocksdict`` package (``pip install rill[rocksdb]``), imported when a task builds it.
 """
 
 from __future__ import annotations
 
 import abc
-from typing import Any, Dict
+from typing import Any, Dict, List
 
 from rill.common.configuration import Configuration
 from rill.common.state_backend_options import StateBackendOptions, validate_state_backend
+from rill.state.rocksdb_options import (
+    INCREMENTAL_CHECKPOINTS,
+    LOCAL_DIRECTORIES,
+    PREDEFINED_OPTIONS,
+    PredefinedOptions,
+    RocksDBSettings,
+)
 
-__all__ = ["StateBackend", "HashMapStateBackend", "CustomStateBackend"]
+__all__ = ["StateBackend", "HashMapStateBackend", "EmbeddedRocksDBStateBackend", "PredefinedOptions",
+           "CustomStateBackend"]
 
 _KEY = StateBackendOptions.STATE_BACKEND.key
 
@@ -41,7 +50,12 @@ class StateBackend(abc.ABC):
         :raises NotImplementedError/ValueError: as
             :func:`~rill.common.state_backend_options.validate_state_backend`.
         """
-        validate_state_backend(configuration)
+        if validate_state_backend(configuration) == "rocksdb":
+            backend = EmbeddedRocksDBStateBackend()
+            backend._settings = {k: v for k, v in configuration.to_dict().items()
+                                 if k.startswith("state.backend.rocksdb.") or k == INCREMENTAL_CHECKPOINTS}
+            RocksDBSettings.from_dict(backend._settings)
+            return backend
         return HashMapStateBackend()
 
     def __eq__(self, other: object) -> bool:
@@ -68,6 +82,79 @@ class HashMapStateBackend(StateBackend):
 
     def _keys(self) -> Dict[str, str]:
         return {_KEY: "hashmap"}
+
+
+class EmbeddedRocksDBStateBackend(StateBackend):
+    """Working state in an embedded RocksDB on the task's local disk, one instance per keyed
+    operator and subtask, for state larger than memory (Flink's ``EmbeddedRocksDBStateBackend``;
+    ``state.backend.type: rocksdb``). Checkpoints are full snapshots in the same files as the
+    hashmap backend's, so a job can switch backends across a restore.
+
+    :param enable_incremental_checkpointing: ``None``/``False``; ``True`` raises.
+    :param j_embedded_rocks_db_state_backend: PyFlink's Java object; must be ``None``.
+    :raises NotImplementedError: for incremental checkpointing (not built in Rill).
+    :raises ValueError: for a ``j_embedded_rocks_db_state_backend``.
+    """
+
+    def __init__(self, enable_incremental_checkpointing: Any = None,
+                 j_embedded_rocks_db_state_backend: Any = None) -> None:
+        if j_embedded_rocks_db_state_backend is not None:
+            raise ValueError("EmbeddedRocksDBStateBackend: j_embedded_rocks_db_state_backend is PyFlink's Java "
+                             "object and has no meaning in Rill; keep it None")
+        if enable_incremental_checkpointing:
+            raise NotImplementedError("EmbeddedRocksDBStateBackend: incremental checkpoints are not built in "
+                                      "Rill; snapshots are full (leave enable_incremental_checkpointing unset)")
+        self._settings: Dict[str, str] = {}
+
+    def _keys(self) -> Dict[str, str]:
+        return {_KEY: "rocksdb", **self._settings}
+
+    def set_db_storage_paths(self, *paths: str) -> None:
+        """The local directories the RocksDB instances go under (``state.backend.rocksdb.localdir``);
+        none: the system's temp directory.
+
+        :raises ValueError: for a path that is not an absolute local path (as Flink).
+        """
+        for path in paths:
+            if not isinstance(path, str) or not path.startswith("/"):
+                raise ValueError(f"EmbeddedRocksDBStateBackend.set_db_storage_paths: {path!r} is not an absolute "
+                                 f"local path")
+        if paths:
+            self._settings[LOCAL_DIRECTORIES] = ",".join(paths)
+        else:
+            self._settings.pop(LOCAL_DIRECTORIES, None)
+
+    def get_db_storage_paths(self) -> List[str]:
+        """The configured local directories (empty: the system's temp directory)."""
+        return list(RocksDBSettings.from_dict(self._settings).local_dirs) if LOCAL_DIRECTORIES in self._settings \
+            else []
+
+    def is_incremental_checkpoints_enabled(self) -> bool:
+        """Always ``False``: Rill takes full snapshots."""
+        return False
+
+    def set_predefined_options(self, options: PredefinedOptions) -> None:
+        """The tuning preset (``state.backend.rocksdb.predefined-options``).
+
+        :raises TypeError: if ``options`` is not a ``PredefinedOptions``.
+        """
+        if not isinstance(options, PredefinedOptions):
+            raise TypeError(f"EmbeddedRocksDBStateBackend.set_predefined_options needs a PredefinedOptions, "
+                            f"got {options!r}")
+        self._settings[PREDEFINED_OPTIONS] = options.name
+
+    def get_predefined_options(self) -> PredefinedOptions:
+        """The tuning preset (``PredefinedOptions.DEFAULT`` unless set)."""
+        return RocksDBSettings.from_dict(self._settings).predefined_options
+
+    def set_options(self, options_factory_class_name: str) -> None:
+        """Flink's ``RocksDBOptionsFactory`` is a Java class.
+
+        :raises NotImplementedError: always: custom options factories are not built in Rill
+            (use :meth:`set_predefined_options`).
+        """
+        raise NotImplementedError("EmbeddedRocksDBStateBackend.set_options: RocksDB options factories are not "
+                                  "built in Rill; use set_predefined_options")
 
 
 class CustomStateBackend(StateBackend):

@@ -97,6 +97,8 @@ class TaskDeploymentDescriptor:
         ``rill.runtime.checkpoint.job_manager_task_restore.JobManagerTaskRestore``: the
         checkpoint id and per generated operator id a handle the task reads), or ``None`` to
         start empty (Flink's ``JobManagerTaskRestore`` in the descriptor).
+    :param state_backend_settings: the job's ``state.backend.*`` keys (which keyed state backend
+        the task builds, see ``rill.runtime.tasks.state_backend_loader``).
 
     The other fields name the job, the subtask and its attempt, and list its produced
     partitions and consumed gates.
@@ -123,6 +125,7 @@ class TaskDeploymentDescriptor:
     checkpointing_enabled: bool = False
     unaligned_checkpoints: bool = False
     final_checkpoint: bool = False
+    state_backend_settings: Dict[str, str] = field(default_factory=dict)
 
     @property
     def task_name_with_subtasks(self) -> str:

@@ -72,6 +72,8 @@ class WindowFastPath:
 
         if type(self) is not WindowOperator or type(self.window_assigner) not in _FAST_ASSIGNERS:
             return
+        if not hasattr(self._window_state, "table"):  # not the heap backend: no tables to write
+            return
         default_trigger = EventTimeTrigger if self._is_event_time else ProcessingTimeTrigger
         if type(self.trigger) is not default_trigger:
             return

@@ -32,7 +32,8 @@ import msgpack
 import pyarrow as pa
 
 __all__ = ["EXT_TUPLE", "EXT_BIG_INT", "EXT_PICKLED", "encode_object", "decode_object",
-           "encode_objects", "decode_objects", "decode_object_column"]
+           "encode_objects", "decode_objects", "decode_object_column",
+           "new_packer", "new_unpacker", "decode_object_stream"]
 
 EXT_TUPLE = 1
 EXT_BIG_INT = 2
@@ -104,6 +105,30 @@ def _ext_header(length: int, code: int) -> bytes:
 
 
 _TUPLE_HEADERS = [_ext_header(n, EXT_TUPLE) for n in range(0x100)]
+def new_packer() -> msgpack.Packer:
+    """A packer by the rules of the module docstring, for callers that encode many values one
+    at a time (``new_packer().pack(value) == encode_object(value)``); not thread-safe."""
+    return _packer()
+
+
+def new_unpacker() -> msgpack.Unpacker:
+    """A streaming unpacker by the rules of the module docstring: ``feed`` it concatenated
+    encodings, read values with ``next``; ``tell()`` is the offset after the last value read."""
+    return msgpack.Unpacker(ext_hook=_ext_hook, raw=False, strict_map_key=False, use_list=True)
+
+
+def decode_object_stream(data: bytes) -> List[Any]:
+    """The values of ``data``, a concatenation of :func:`encode_object` encodings, in order
+    (msgpack documents are self-delimiting, so concatenated encodings need no framing).
+
+    :raises ValueError: for bytes that are not such a concatenation.
+    """
+    unpacker = new_unpacker()
+    unpacker.feed(data)
+    try:
+        return list(unpacker)
+    except (msgpack.FormatError, msgpack.StackError) as e:
+        raise ValueError(f"Not a sequence of msgpack-encoded snapshot values: {e}") from e
 
 
 def encode_objects(values: Sequence[Any]) -> List[bytes]:

@@ -13,6 +13,8 @@ from rill.operators.state_initializer import snapshot_operator_state_sync
 from rill.operators.testing import KeyedOneInputStreamOperatorTestHarness, OneInputStreamOperatorTestHarness
 from rill.common.streamrecord import Watermark
 from rill.state import VOID_NAMESPACE, ValueStateDescriptor, assign_to_key_group
+from rill.state.rocksdb import RocksDBKeyedStateBackend
+from rill.state.rocksdb_options import RocksDBSettings
 
 
 def reduce_harness(fn, key=lambda v: v[0], **kw):
@@ -149,3 +151,28 @@ def test_a_snapshot_keeps_the_values_of_its_time_while_batches_go_on(function):
     assert stored == {k: (k, 1) for k in keys}
     last = h.extract_output_values()[-len(keys):]
     assert last == [(k, _PINNED_BATCHES + 3 if i < 100 else 2) for i, k in enumerate(keys)]
+def test_reduce_on_rocksdb_gives_the_heap_output_and_keeps_the_prefix_on_error(tmp_path):
+    # the RocksDB backend has no heap tables: the operator reads the batch's keys with one
+    # multi-get and writes back what the records before an error left
+    def bad(a, b):
+        if b[1] == 3:
+            raise ArithmeticError("no threes")
+        return add(a, b)
+
+    def on_rocksdb(kg, max_parallelism):
+        return RocksDBKeyedStateBackend(kg, max_parallelism, RocksDBSettings((str(tmp_path),)))
+
+    h = reduce_harness(bad, keyed_state_backend_factory=on_rocksdb)()
+    h.open()
+    try:
+        h.process_batch([("a", 1), ("b", 5), ("a", 2), ("b", 1)], [1, 2, 3, 4])
+        with pytest.raises(ArithmeticError, match="no threes"):
+            h.process_batch([("a", 4), ("a", 3), ("b", 1)], [5, 6, 7])
+        assert h.get_output() == records([("a", 1), ("b", 5), ("a", 3), ("b", 6), ("a", 7)], [1, 2, 3, 4, 5])
+        backend = h.keyed_state_backend
+        assert isinstance(backend, RocksDBKeyedStateBackend)
+        state = backend.get_or_create_keyed_state(ValueStateDescriptor(StreamGroupedReduce.STATE_NAME))
+        assert state.get_values(["a", "b", "c"]) == {"a": ("a", 7), "b": ("b", 6), "c": None}
+    finally:
+        h.close()
+        h.keyed_state_backend.dispose()

@@ -27,6 +27,8 @@ from rill.state import (
 )
 from rill.state.backend import KeyedStateBackend, OperatorStateBackend
 from rill.state.checkpoint import KeyedStateSnapshot
+from rill.state.rocksdb import RocksDBKeyedStateBackend
+from rill.state.rocksdb_options import RocksDBSettings
 
 MAX_PARALLELISM = 128
 FULL = KeyGroupRange(0, MAX_PARALLELISM - 1)
@@ -43,13 +45,31 @@ def _heap_with_listener(key_groups: KeyGroupRange = FULL, max_parallelism: int =
     return backend
 
 
-KEYED_BACKENDS = {"heap": _heap, "heap-with-key-selection-listener": _heap_with_listener}
+def _rocksdb(key_groups: KeyGroupRange = FULL, max_parallelism: int = MAX_PARALLELISM,
+             local_dir: str = "") -> KeyedStateBackend:
+    return RocksDBKeyedStateBackend(key_groups, max_parallelism, RocksDBSettings((local_dir,)))
+
+
+KEYED_BACKENDS = {"heap": _heap, "heap-with-key-selection-listener": _heap_with_listener, "rocksdb": _rocksdb}
 OPERATOR_BACKENDS = {"default": lambda: DefaultOperatorStateBackend("op")}
 
 
 @pytest.fixture(params=sorted(KEYED_BACKENDS))
-def make_keyed(request) -> Callable[..., KeyedStateBackend]:
-    return KEYED_BACKENDS[request.param]
+def make_keyed(request, tmp_path) -> Callable[..., KeyedStateBackend]:
+    """The backend factory; RocksDB backends go under ``tmp_path`` and are disposed after the
+    test (their directories must be gone then)."""
+    if request.param != "rocksdb":
+        yield KEYED_BACKENDS[request.param]
+        return
+    made = []
+
+    def make(key_groups: KeyGroupRange = FULL, max_parallelism: int = MAX_PARALLELISM) -> KeyedStateBackend:
+        made.append(_rocksdb(key_groups, max_parallelism, str(tmp_path)))
+        return made[-1]
+    yield make
+    for backend in made:
+        backend.dispose()
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.fixture(params=sorted(OPERATOR_BACKENDS))

@@ -167,6 +167,7 @@ class JobMaster:
         network = NetworkOptions.from_configuration(conf)
         slots = assign_slots(self.job_graph, self.task_executor.num_slots)
         timeline = self.channel_timeline or ChannelTimelineSettings.from_configuration(conf)
+        backend_settings = {k: v for k, v in conf.to_dict().items() if k.startswith("state.backend")}
         assignment = self._assign_states()
         tdds = []
         for v in self.job_graph.get_vertices_sorted_topologically_from_sources():
@@ -208,6 +209,7 @@ class JobMaster:
                     unaligned_checkpoints=self.checkpointing_options.enabled and self.checkpointing_options.unaligned,
                     final_checkpoint=(self.checkpointing_options.enabled
                                       and self.checkpointing_options.checkpoints_after_tasks_finish),
+                    state_backend_settings=backend_settings,
                     task_restore=None if assignment is None
                     else assignment.get_task_restore(str(v.get_id()), ev.subtask_index),
                 ))

@@ -70,6 +70,8 @@ class RuntimeEnvironment:
     unaligned_checkpoints: bool = False
     #: whether the task waits for a final checkpoint after its operators finished (FLIP-147)
     final_checkpoint: bool = False
+    #: the job's ``state.backend.*`` keys (``state_backend_loader``)
+    state_backend_settings: Dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -214,6 +216,7 @@ class Task:
                 checkpointing_enabled=self.tdd.checkpointing_enabled,
                 unaligned_checkpoints=self.tdd.unaligned_checkpoints,
                 final_checkpoint=self.tdd.final_checkpoint,
+                state_backend_settings=self.tdd.state_backend_settings,
             )
             invokable_cls = _INVOKABLES[self.tdd.vertex.invokable_class_name]
             self.invokable = invokable_cls(env)

@@ -40,6 +40,7 @@ from rill.network.events import StopMode as DataStopMode
 from rill.operators.context import StreamOperatorContext
 from rill.operators.source_operator import InputStatus
 from rill.operators.state_initializer import StreamTaskStateInitializer
+from rill.runtime.tasks.state_backend_loader import load_keyed_state_backend_factory
 from rill.operators.watermark.timestamps_and_watermarks import GeneratesWatermarks
 from rill.runtime.checkpoint.barrier_handler import CheckpointBarrierHandler, create_barrier_handler
 from rill.runtime.checkpoint.channel_state_writer import recovered_input, recovered_output
@@ -83,7 +84,8 @@ class StreamTask:
         )
         self.metrics.idle_ns = lambda: self.mailbox_processor.idle_time_ns
         #: builds every operator's state services (restored ones once checkpoints restore)
-        self.state_initializer = StreamTaskStateInitializer()
+        self.state_initializer = StreamTaskStateInitializer(
+            load_keyed_state_backend_factory(environment.state_backend_settings))
         self.operator_chain: Optional[OperatorChain] = None
         self.canceled = False
         self._cancel_requested = threading.Event()  # what operators see of `canceled`
@@ -269,9 +271,18 @@ class StreamTask:
         if self.operator_chain is not None:
             errors.extend(self.operator_chain.close())
             for _, op in self.operator_chain.all_operators:
-                timers = getattr(getattr(op, "context", None), "timer_service_manager", None)
+                context = getattr(op, "context", None)
+                timers = getattr(context, "timer_service_manager", None)
                 if timers is not None:
                     timers.close()
+                # the RocksDB backend's directory goes with the task (Flink disposes the
+                # keyed state backend in StreamOperatorStateHandler.dispose)
+                backend = getattr(context, "keyed_state_backend", None)
+                if backend is not None:
+                    try:
+                        backend.dispose()
+                    except BaseException as e:  # pragma: no cover - keep cleaning up
+                        errors.append(e)
         for w in self.env.record_writers:
             try:
                 w.close()

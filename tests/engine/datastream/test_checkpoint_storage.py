@@ -101,12 +101,12 @@ def test_the_hash_map_backend_runs_a_checkpointed_keyed_job(env, tmp_path):
 
 def test_a_backend_rill_does_not_have_fails_at_submission():
     env = StreamExecutionEnvironment.get_execution_environment()
-    env.get_configuration().set_string("state.backend.type", "rocksdb")
+    env.get_configuration().set_string("state.backend.type", "forst")
     env.from_collection([1]).print()
-    with pytest.raises(NotImplementedError, match=r"'state.backend.type: rocksdb': the RocksDB state backend "
-                                                  r"\(EmbeddedRocksDBStateBackend\) is not built in Rill"):
-        env.execute_async("rocksdb")
-    with pytest.raises(NotImplementedError, match="RocksDB"):
+    with pytest.raises(NotImplementedError, match=r"'state.backend.type: forst': the ForSt disaggregated state "
+                                                  r"backend is not built in Rill"):
+        env.execute_async("forst")
+    with pytest.raises(NotImplementedError, match="ForSt"):
         env.get_state_backend()
     env.get_configuration().set_string("state.backend.type", "heap")
     with pytest.raises(ValueError, match=r"Invalid value 'heap' for 'state.backend.type': unknown state backend"):

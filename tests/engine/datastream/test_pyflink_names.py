@@ -7,7 +7,7 @@ Elasticsearch, Cassandra, JDBC, RabbitMQ, dynamic Kafka, hybrid source): 169 dis
 in 249 (module, name) places. ``pyflink.X.Y`` must be importable as ``rill.X.Y`` and have the
 name.
 
-Names owned by open issues (a RocksDB state backend, issue 16) are listed in ``OWNED_ELSEWHERE``; the test fails on any other
+Names owned by open issues are listed in ``OWNED_ELSEWHERE`` (none now); the test fails on any other
 missing name, and on a listed name that has arrived (so the list shrinks as issues land).
 """
 
@@ -24,10 +24,7 @@ EXTERNAL_CONNECTORS = {"cassandra", "dynamic_kafka", "elasticsearch", "hybrid_so
                        "kinesis", "pulsar", "rabbitmq"}
 
 #: missing names -> the issue that owns them
-OWNED_ELSEWHERE = {
-    # performance issue (16): a RocksDB state backend
-    "EmbeddedRocksDBStateBackend": "performance", "PredefinedOptions": "performance",
-}
+OWNED_ELSEWHERE: dict = {}
 
 
 @pytest.fixture(scope="module")
@@ -75,4 +72,4 @@ def test_every_pyflink_name_is_in_rill_at_its_module_path(pyflink_public_names):
     arrived = sorted(set(OWNED_ELSEWHERE) - set(missing))
     assert arrived == [], "names now present: remove them from OWNED_ELSEWHERE"
     distinct = {n for exported in pyflink_public_names.values() for n in exported}
-    assert (len(distinct) - len(missing), len(distinct)) == (167, 169)
+    assert (len(distinct) - len(missing), len(distinct)) == (169, 169)
