@@ -91,7 +91,7 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         # The backend's key -> key-group-offset cache, read directly on the fast path (the
         # mapping is a pure function of the key, so a stale dict could only miss, never lie);
         # misses go through compute_key_group_offset, which fills it.
-        self._key_group_cache = None if table is None else backend.key_group_cache
+        self._key_group_cache = None if self._table is None else backend.key_group_cache
         self._sets_key = is_rich(self.user_function)
         self._aggregation = None if self._sets_key else tuple_aggregation_for(self.user_function)
         if self._maps is None:

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import rocksdict
 
 from rill.state.api import VOID_NAMESPACE
-from rill.state.backend import KeyedStateBackend
+from rill.state.backend import KeyedSnapshotResources, KeyedStateBackend
 from rill.state.checkpoint.object_codec import decode_object, decode_object_stream, new_packer, new_unpacker
 from rill.state.checkpoint.operator_subtask_state import KeyedStateSnapshot
 from rill.state.descriptors import StateDescriptor, StateType
@@ -388,15 +388,20 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
             yield current[1], current[2], current[3], mapping
 
     # -- snapshot, restore ------------------------------------------------------------------
-    def snapshot(self) -> KeyedStateSnapshot:
-        """Every registered state's entries, key group by key group, in the heap backend's
-        layout (so the checkpoint files are the heap backend's), read from a RocksDB snapshot.
+    def sync_prepare_resources(self) -> KeyedSnapshotResources:
+        """The synchronous part of a snapshot: every registered state's entries, key group by
+        key group, in the heap backend's layout (so the checkpoint files are the heap
+        backend's), read from a RocksDB snapshot.
 
-        Cost: a pass over every entry, decoding it, on the calling thread (Rill difference:
-        Flink iterates in the asynchronous part).
+        Cost: a pass over every entry, decoding it, on the task thread (Rill difference: Flink
+        iterates the RocksDB snapshot in the asynchronous part; here the backend may be
+        disposed while an asynchronous part still runs, so nothing reads the database then).
 
         :raises RuntimeError: after :meth:`dispose`.
         """
+        return _MaterializedSnapshot(self._read_snapshot())
+
+    def _read_snapshot(self) -> KeyedStateSnapshot:
         if self._disposed:
             raise RuntimeError("The keyed state backend has been disposed")
         key_groups: Dict[int, Dict[str, Tuple[Tuple[Any, Any, Any], ...]]] = {}
@@ -542,3 +547,20 @@ def new_db_options(predefined: PredefinedOptions) -> rocksdict.Options:
         options.set_write_buffer_size(64 * _MB)
         options.set_max_write_buffer_number(4)
     return options
+
+
+class _MaterializedSnapshot(KeyedSnapshotResources):
+    """Snapshot resources that already hold the whole record (read in the synchronous part)."""
+
+    __slots__ = ("_snapshot",)
+
+    def __init__(self, snapshot: KeyedStateSnapshot):
+        self._snapshot = snapshot
+
+    def async_snapshot(self) -> KeyedStateSnapshot:
+        if self._snapshot is None:
+            raise RuntimeError("The snapshot resources have been released")
+        return self._snapshot
+
+    def release(self) -> None:
+        self._snapshot = None

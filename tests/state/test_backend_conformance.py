@@ -270,7 +270,10 @@ def test_prepared_resources_keep_the_state_as_it_was_prepared(make_keyed):
     restored.restore([snapshot])
     for i, key in enumerate(KEYS):
         assert _read(restored, key) == _expected(i)
-        assert _read(backend, key) == _mutated(i)  # the live state kept every update
+        live = _mutated(i)
+        if isinstance(backend, RocksDBKeyedStateBackend):  # values are copies there, as Flink's:
+            live = (live[0], live[1][:-1], live[2][:-1]) + live[3:]  # in-place mutation is not stored
+        assert _read(backend, key) == live  # the live state kept every update
     restored.set_current_key("a-new-key")
     assert restored.get_or_create_keyed_state(VALUE).value() is None
     assert restored.num_key_value_state_entries() == 6 * len(KEYS)

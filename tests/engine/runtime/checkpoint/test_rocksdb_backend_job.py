@@ -45,6 +45,9 @@ def test_rocksdb_state_is_checkpointed_and_restored(env, tmp_path, restore_on):
     assert env.get_state_backend() == backend
     env.enable_checkpointing(100)
     env.get_configuration().set_string("execution.checkpointing.dir", str(checkpoints))
+    # read after the cancel: kept (by default they are deleted when the job ends)
+    env.get_configuration().set_string("execution.checkpointing.externalized-checkpoint-retention",
+                                       "RETAIN_ON_CANCELLATION")
     env.set_parallelism(2)
     (env.from_source(FailOnSignal(str(markers)), None, "waits").uid("source-1").set_parallelism(1)
         .key_by(lambda x: x % KEYS).process(CountAndRemember()).uid("count").add_sink(Lines(str(out))))
