@@ -90,6 +90,16 @@ class BulkFormat:
         """Yield the records of the file at ``path`` in lists of at most ``batch_size``."""
         raise NotImplementedError(f"{type(self).__name__} does not implement BulkFormat.read_batches")
 
+    def split_points(self, path: str) -> Optional[List[int]]:
+        """Byte offsets, ascending, at which the file at ``path`` can be cut into splits read
+        on their own (a Parquet file's row groups), or ``None`` (default): the file is read whole."""
+        return None
+
+    def read_split(self, path: str, batch_size: int, offset: int, length: int) -> Iterator[List[Any]]:
+        """The records of the units whose split point lies in ``[offset, offset + length)``
+        (the whole file for a format without :meth:`split_points`)."""
+        return self.read_batches(path, batch_size)
+
     def get_produced_type(self) -> TypeInformation:
         return Types.PICKLED_BYTE_ARRAY()
 
@@ -195,7 +205,7 @@ class _FormatReader(SourceReader):
 
     def read(self, split: FileSourceSplit) -> Iterator[List[Any]]:
         if isinstance(self.fmt, BulkFormat):
-            yield from self.fmt.read_batches(split.path, self.batch_size)
+            yield from self.fmt.read_split(split.path, self.batch_size, split.offset, split.length)
         else:
             with open(split.path, "rb") as stream:
                 yield from self.fmt.read_batches(stream, self.batch_size)
@@ -231,6 +241,7 @@ class FileSource(Source):
         self.stream_format = stream_format
         self.split_size_bytes = split_size_bytes
         enumerator = file_enumerator or FileEnumeratorProvider.default_splittable_file_enumerator()
+        self._enumerator_splittable = enumerator.splittable
         self.splittable = (enumerator.splittable and isinstance(stream_format, StreamFormat)
                            and stream_format.is_splittable())
         self._files = self._list_files()
@@ -269,13 +280,30 @@ class FileSource(Source):
             size = os.path.getsize(f)
             if size == 0:
                 continue
+            piece = max(1, min(self.split_size_bytes, -(-size // parallelism)))
+            points = self._bulk_split_points(f)
+            if points:  # cut at the format's points (Parquet: row groups), about a piece each
+                starts = [0]
+                for point in points[1:]:
+                    if point - starts[-1] >= piece:
+                        starts.append(point)
+                ends = starts[1:] + [size]
+                splits.extend(FileSourceSplit(f, a, b - a) for a, b in zip(starts, ends))
+                continue
             if not self.splittable:
                 splits.append(FileSourceSplit(f, 0, size))
                 continue
-            piece = max(1, min(self.split_size_bytes, -(-size // parallelism)))
             for off in range(0, size, piece):
                 splits.append(FileSourceSplit(f, off, min(piece, size - off)))
         return splits
+
+    def _bulk_split_points(self, path: str) -> Optional[List[int]]:
+        """The split points of a splittable bulk format's file (the first made 0: the file's
+        header belongs to the first split), or ``None``."""
+        if not (self._enumerator_splittable and isinstance(self.stream_format, BulkFormat)):
+            return None
+        points = self.stream_format.split_points(path)
+        return None if not points else [0] + list(points[1:])
 
     def create_reader(self) -> SourceReader:
         if isinstance(self.stream_format, _TextLineFormat):

@@ -63,13 +63,35 @@ class ParquetColumnarRowInputFormat(BulkFormat):
         lowered = {c.lower(): c for c in file_columns}
         return [lowered.get(n.lower()) for n in self.row_type.get_field_names()]
 
+    def split_points(self, path: str) -> List[int]:
+        """The byte offset where each row group of the file at ``path`` starts (Flink's
+        Parquet reader splits a file by row groups: a row group belongs to the split holding
+        its start)."""
+        with pq.ParquetFile(path) as parquet:
+            meta = parquet.metadata
+            return [_row_group_start(meta.row_group(i)) for i in range(meta.num_row_groups)]
+
+    def read_split(self, path: str, batch_size: int, offset: int, length: int) -> Iterator[List[Row]]:
+        """Rows of the row groups of ``path`` that start in ``[offset, offset + length)`` (the
+        first row group counts as starting at 0)."""
+        with pq.ParquetFile(path) as parquet:
+            meta = parquet.metadata
+            groups = [i for i in range(meta.num_row_groups)
+                      if offset <= (0 if i == 0 else _row_group_start(meta.row_group(i))) < offset + length]
+        if groups:
+            yield from self._read(path, batch_size, groups)
+
     def read_batches(self, path: str, batch_size: int) -> Iterator[List[Row]]:
         """Rows of the file at ``path``, in lists of at most ``min(batch_size, self.batch_size)``."""
+        return self._read(path, batch_size, None)
+
+    def _read(self, path: str, batch_size: int, row_groups: Optional[List[int]]) -> Iterator[List[Row]]:
         names = list(self.row_type.get_field_names())
         with pq.ParquetFile(path) as parquet:
             columns = self._columns(parquet.schema_arrow.names)
             read = sorted({c for c in columns if c is not None})
-            for batch in parquet.iter_batches(batch_size=min(batch_size, self.batch_size), columns=read):
+            for batch in parquet.iter_batches(batch_size=min(batch_size, self.batch_size), columns=read,
+                                              row_groups=row_groups):
                 values = {name: self._values(batch.column(name)) for name in read}
                 empty = [None] * batch.num_rows
                 rows = []
@@ -84,3 +106,13 @@ class ParquetColumnarRowInputFormat(BulkFormat):
         if not self.is_utc_timestamp and getattr(column.type, "tz", None) is not None:
             return [v.replace(tzinfo=None) if v is not None else None for v in values]
         return values
+
+
+def _row_group_start(row_group: Any) -> int:
+    """The file offset of a row group's first page (its columns' dictionary or data pages)."""
+    starts = []
+    for j in range(row_group.num_columns):
+        column = row_group.column(j)
+        first = column.dictionary_page_offset if column.has_dictionary_page else None
+        starts.append(first if first is not None and first > 0 else column.data_page_offset)
+    return min(starts)

@@ -190,3 +190,32 @@ def test_avro_schemas_without_a_parquet_column_are_refused():
     with pytest.raises(ValueError, match=r"union \['int', 'string'\] has no Parquet column"):
         AvroParquetWriters.for_generic_record(AvroSchema(
             {"type": "record", "name": "R", "fields": [{"name": "u", "type": ["int", "string"]}]}))
+
+
+def test_a_parquet_file_is_split_by_row_groups_and_each_row_is_read_once(env, tmp_path):
+    """Flink's Parquet source splits a file by row groups: a split holds the row groups that
+    start in its byte range; read at parallelism 2, every row comes once."""
+    from rill.common import WatermarkStrategy
+    from rill.datastream.connectors.file_system import FileSource, FileSourceSplit
+    from rill.datastream.formats.parquet import ParquetColumnarRowInputFormat
+    from _ds_helpers import collect
+
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({"id": list(range(1000)), "name": [f"n{i}" for i in range(1000)]}), path,
+                   row_group_size=100)  # 10 row groups
+    fmt = ParquetColumnarRowInputFormat(Types.ROW_NAMED(["id"], [Types.LONG()]), batch_size=64)
+    starts = fmt.split_points(str(path))
+    assert len(starts) == 10 and starts == sorted(starts)
+    source = FileSource.for_bulk_file_format(fmt, str(path)).set_split_size(1).build()
+    splits = source.create_splits(2)
+    # one split per row group, the first from byte 0, the last to the end of the file
+    assert [s.offset for s in splits] == [0] + starts[1:]
+    assert splits[-1].offset + splits[-1].length == path.stat().st_size
+    per_split = [[r[0] for batch in fmt.read_split(s.path, 64, s.offset, s.length) for r in batch] for s in splits]
+    assert per_split == [list(range(100 * i, 100 * i + 100)) for i in range(10)]
+    # a larger split size groups neighbouring row groups
+    halves = FileSource.for_bulk_file_format(fmt, str(path)).build().create_splits(2)
+    assert len(halves) == 2 and isinstance(halves[0], FileSourceSplit)
+    env.set_parallelism(2)
+    result = collect(env.from_source(source, WatermarkStrategy.no_watermarks(), "parquet-row-groups"))
+    assert sorted(r[0] for r in result) == list(range(1000))
