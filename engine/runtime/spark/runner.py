@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import sys
 import threading
 import time
 from typing import Any, Dict, List, Optional, Tuple
@@ -65,7 +66,21 @@ def spark_session(configuration: Configuration) -> Any:
     if active is not None:
         return active
     master = str(configuration.get(SparkOptions.MASTER) or "").strip() or f"local[{os.cpu_count() or 1}]"
-    return SparkSession.builder.master(master).appName("rill").getOrCreate()
+    builder = SparkSession.builder.master(master).appName("rill")
+    if not os.environ.get("PYSPARK_PYTHON"):
+        # the workers run this interpreter, which has Rill (PySpark reads the variable when the
+        # SparkContext starts; its default is ``python3`` on the PATH)
+        os.environ["PYSPARK_PYTHON"] = sys.executable
+    return builder.getOrCreate()
+
+
+def _worker_hint(error: BaseException, sc: Any) -> str:
+    """Why a task could not even start: Spark's Python workers run another interpreter than the
+    driver (``PYSPARK_PYTHON``, default ``python3`` on the PATH) that cannot import Rill."""
+    if "No module named 'rill'" not in str(error):
+        return ""
+    return (f" (Spark's Python workers run {getattr(sc, 'pythonExec', 'python3')!r}, which cannot import rill: "
+            f"set PYSPARK_PYTHON={sys.executable} before the SparkSession starts, or install Rill there)")
 
 
 class SparkJobClient:
@@ -230,7 +245,7 @@ def submit_to_spark(job_graph, configuration: Configuration, job_parameters=None
             operator = getattr(cause, "_rill_operator", None)
             where = f" in operator '{operator}'" if operator else ""
             failure = JobExecutionException(job_id, f"Job '{job_graph.get_name()}' ({job_id}) failed on Spark{where}: "
-                                                    f"{type(cause).__name__}: {cause}")
+                                                    f"{type(cause).__name__}: {cause}{_worker_hint(cause, sc)}")
             failure.__cause__ = cause
         if collect_channel is not None:
             collect_channel.end(None if cancelled.is_set() else failure)
