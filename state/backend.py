@@ -28,6 +28,31 @@ from rill.state.operator_state_store import OperatorStateStore
 __all__ = ["KeyedStateBackend", "KeyedSnapshotResources", "OperatorStateBackend"]
 
 
+def check_namespace(namespace: Any, descriptor: Any) -> None:
+    """A namespace must hash (state tables and RocksDB keys are built on it).
+
+    :raises TypeError: naming the namespace, its type and the state, if it does not.
+    """
+    try:
+        hash(namespace)
+    except TypeError:
+        raise TypeError(f"Namespace {namespace!r} of type {type(namespace).__name__} is unhashable "
+                        f"(state {getattr(descriptor, 'name', descriptor)!r})") from None
+
+
+def check_same_kind(registered: Any, descriptor: Any) -> None:
+    """A state name keeps the kind it was registered with (Flink's ``StateMigrationException``
+    for an incompatible descriptor).
+
+    :raises ValueError: naming the state, the registered kind and the requested one.
+    """
+    if registered.state_type is not descriptor.state_type:
+        raise ValueError(
+            f"State '{descriptor.name}' is registered as a {registered.state_type.name} state "
+            f"({type(registered).__name__}); it cannot be accessed as a "
+            f"{descriptor.state_type.name} state ({type(descriptor).__name__})")
+
+
 class KeyedSnapshotResources(abc.ABC):
     """What the synchronous part of a keyed state snapshot captured, to be turned into the
     snapshot record in the asynchronous part (Flink's ``SnapshotResources`` of a

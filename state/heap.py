@@ -27,7 +27,7 @@ import copy
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 
 from rill.state.api import VOID_NAMESPACE
-from rill.state.backend import KeyedStateBackend
+from rill.state.backend import KeyedStateBackend, check_namespace, check_same_kind
 from rill.state.checkpoint.operator_subtask_state import KeyedStateSnapshot
 from rill.state.heap_snapshot import HeapSnapshotResources
 from rill.state.descriptors import StateDescriptor, StateType
@@ -270,13 +270,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         :raises TypeError: if ``namespace`` is unhashable or ``descriptor`` is not a descriptor.
         :raises ValueError, RuntimeError: as :meth:`get_or_create_keyed_state`.
         """
-        try:
-            hash(namespace)
-        except TypeError:
-            raise TypeError(
-                f"Namespace {namespace!r} of type {type(namespace).__name__} is unhashable "
-                f"(state {getattr(descriptor, 'name', descriptor)!r})"
-            ) from None
+        check_namespace(namespace, descriptor)
         state = self._get_or_create(descriptor)
         state.set_current_namespace(namespace)
         return state
@@ -289,13 +283,7 @@ class HeapKeyedStateBackend(KeyedStateBackend):
         name = descriptor.name
         state = self._states.get(name)
         if state is not None:
-            registered = self._tables[name].descriptor
-            if registered.state_type is not descriptor.state_type:
-                raise ValueError(
-                    f"State '{name}' is registered as a {registered.state_type.name} state "
-                    f"({type(registered).__name__}); it cannot be accessed as a "
-                    f"{descriptor.state_type.name} state ({type(descriptor).__name__})"
-                )
+            check_same_kind(self._tables[name].descriptor, descriptor)
             return state
         table = StateTable(descriptor, self.key_group_range)
         ttl_config = descriptor.get_ttl_config()

@@ -42,7 +42,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tupl
 import rocksdict
 
 from rill.state.api import VOID_NAMESPACE
-from rill.state.backend import KeyedSnapshotResources, KeyedStateBackend
+from rill.state.backend import KeyedSnapshotResources, KeyedStateBackend, check_namespace, check_same_kind
 from rill.state.checkpoint.object_codec import decode_object, decode_object_stream, new_packer, new_unpacker
 from rill.state.checkpoint.operator_subtask_state import KeyedStateSnapshot
 from rill.state.descriptors import StateDescriptor, StateType
@@ -275,11 +275,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         :raises TypeError: if ``namespace`` is unhashable, or as :meth:`get_or_create_keyed_state`.
         :raises ValueError, RuntimeError, NotImplementedError: as :meth:`get_or_create_keyed_state`.
         """
-        try:
-            hash(namespace)
-        except TypeError:
-            raise TypeError(f"Namespace {namespace!r} of type {type(namespace).__name__} is unhashable "
-                            f"(state {getattr(descriptor, 'name', descriptor)!r})") from None
+        check_namespace(namespace, descriptor)
         state = self._get_or_create(descriptor)
         state.set_current_namespace(namespace)
         return state
@@ -292,12 +288,7 @@ class RocksDBKeyedStateBackend(KeyedStateBackend):
         name = descriptor.name
         state = self._states.get(name)
         if state is not None:
-            registered = self._descriptors[name]
-            if registered.state_type is not descriptor.state_type:
-                raise ValueError(
-                    f"State '{name}' is registered as a {registered.state_type.name} state "
-                    f"({type(registered).__name__}); it cannot be accessed as a "
-                    f"{descriptor.state_type.name} state ({type(descriptor).__name__})")
+            check_same_kind(self._descriptors[name], descriptor)
             return state
         ttl_config = descriptor.get_ttl_config()
         if ttl_config is not None and ttl_config.is_enabled():
