@@ -231,9 +231,10 @@ def _checkpoint_statistics(c) -> Dict:
             "trigger_timestamp": c.trigger_timestamp, "latest_ack_timestamp": c.latest_ack_timestamp,
             "checkpointed_size": c.state_size_bytes, "state_size": c.state_size_bytes,
             "end_to_end_duration": c.end_to_end_duration_ms, "alignment_buffered": 0, "processed_data": 0,
-            "persisted_data": c.persisted_data_bytes, "unaligned_checkpoint": c.unaligned_checkpoint,
-            "num_subtasks": c.number_of_subtasks,
-            "num_acknowledged_subtasks": c.number_of_acknowledged_subtasks, "checkpoint_type": "CHECKPOINT",
+            "persisted_data": c.persisted_data_bytes, "num_subtasks": c.number_of_subtasks,
+            "num_acknowledged_subtasks": c.number_of_acknowledged_subtasks,
+            # Flink's CheckpointStatistics.RestAPICheckpointType
+            "checkpoint_type": "UNALIGNED_CHECKPOINT" if c.unaligned_checkpoint else "CHECKPOINT",
             "tasks": {}}
     if status == "COMPLETED":
         body.update({"external_path": c.external_path, "discarded": False})

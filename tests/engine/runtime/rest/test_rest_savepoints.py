@@ -191,3 +191,4 @@ def test_a_failed_checkpoint_carries_flinks_failed_fields():
         ".FailedCheckpointStatistics", 7, "FAILED", 1_000, 250, 1_250, "Checkpoint expired before completing.")
     assert body["counts"] == {"restored": 0, "total": 1, "in_progress": 0, "completed": 0, "failed": 1}
     assert body["latest"]["completed"] is None
+    assert failed["checkpoint_type"] == "CHECKPOINT"  # Flink's RestAPICheckpointType (UNALIGNED_CHECKPOINT too)
