@@ -122,48 +122,51 @@ def _cancel_with_savepoint(http: Http, token: str, client, tmp_path: Path) -> No
     assert stats.latest_completed.external_path == location
 
 
-def test_cancel_with_savepoint_through_the_embedded_endpoint(embedded_rest, tmp_path):
+def _running_embedded(name: str):
+    """The slow job, running on the embedded MiniCluster with its REST endpoint on."""
     conf = Configuration()
     conf.set_string("rest.port", "0")
     env = StreamExecutionEnvironment.get_execution_environment(conf)
     _slow_job(env)
-    client = env.execute_async("rest cancel with savepoint")
+    client = env.execute_async(name)
     _wait_running(client)
+    return client
+
+
+def _running_on(cluster, name: str):
+    """The slow job, running on the shared cluster."""
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _slow_job(env)
+    client = env.execute_async(name)
+    _wait_running(client)
+    return client
+
+
+def _cluster_token(cluster) -> str:
+    return derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"]))
+
+
+def test_cancel_with_savepoint_through_the_embedded_endpoint(embedded_rest, tmp_path):
+    client = _running_embedded("rest cancel with savepoint")
     _cancel_with_savepoint(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(), client, tmp_path)
 
 
 def test_cancel_with_savepoint_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path):
-    http, _proc = cluster_rest
-    conf = Configuration()
-    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
-    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    _slow_job(env)
-    client = env.execute_async("cluster rest cancel with savepoint")
-    _wait_running(client)
-    _cancel_with_savepoint(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client, tmp_path)
+    client = _running_on(cluster, "cluster rest cancel with savepoint")
+    _cancel_with_savepoint(cluster_rest[0], _cluster_token(cluster), client, tmp_path)
 
 
 def test_savepoints_through_the_embedded_endpoint(embedded_rest, tmp_path):
-    conf = Configuration()
-    conf.set_string("rest.port", "0")
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    _slow_job(env)
-    client = env.execute_async("rest savepoints")
-    _wait_running(client)
+    client = _running_embedded("rest savepoints")
     _exercise(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(), client, tmp_path)
 
 
 def test_savepoints_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path):
-    http, _proc = cluster_rest
-    conf = Configuration()
-    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
-    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
-    env = StreamExecutionEnvironment.get_execution_environment(conf)
-    _slow_job(env)
-    client = env.execute_async("cluster rest savepoints")
-    _wait_running(client)
-    _exercise(http, derive_bearer_token(bytes.fromhex(cluster.info()["secret_hex"])), client, tmp_path)
+    client = _running_on(cluster, "cluster rest savepoints")
+    _exercise(cluster_rest[0], _cluster_token(cluster), client, tmp_path)
 
 
 def test_checkpoint_statistics_of_a_job_without_checkpointing_are_404(embedded_rest):
