@@ -223,6 +223,11 @@ def pytest_collection_modifyitems(config, items):
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()) or item.get_closest_marker("spark"):
+            # under pytest-xdist (``--dist loadgroup``) every Spark test goes to one worker: one
+            # SparkSession per run, not one JVM per worker
+            item.add_marker(pytest.mark.xdist_group("spark"))
 
 
 @pytest.fixture(scope="session")

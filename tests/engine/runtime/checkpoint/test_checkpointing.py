@@ -167,7 +167,15 @@ def test_every_retained_checkpoint_holds_the_counts_of_the_records_before_its_ba
         ops = {op.name: op for op in c.metadata.operator_states.values()}
         assert set(ops) == {"Source: Collection Source", "Position", "Count", "Sink: Unnamed"}
         assert not any(op.fully_finished for op in ops.values())
-        (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
+        if ops["Position"].fully_finished:
+            # taken after the source chain had finished (FLIP-147; a loaded machine can take more
+            # than one): it recorded no position, and every record was before its barrier
+            assert not ops["Position"].subtask_states
+            position = 600
+            if len(ops["Count"].subtask_states) < ops["Count"].parallelism:
+                continue  # a Count subtask had finished too: its keys are in no file
+        else:
+            (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
         counts = {}
         for subtask, handle in ops["Count"].subtask_states.items():
             state = handle.read()
@@ -474,7 +482,15 @@ def test_checkpoints_in_a_directory_keep_the_retained_ones_and_read_back(env, tm
         if n == completed[0]:  # the final checkpoint (FLIP-147): every operator finished, no state
             assert all(op.fully_finished and not op.subtask_states for op in ops.values())
             continue
-        (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
+        if ops["Position"].fully_finished:
+            # taken after the source chain had finished (FLIP-147; a loaded machine can take more
+            # than one): it recorded no position, and every record was before its barrier
+            assert not ops["Position"].subtask_states
+            position = 600
+            if len(ops["Count"].subtask_states) < ops["Count"].parallelism:
+                continue  # a Count subtask had finished too: its keys are in no file
+        else:
+            (position,) = ops["Position"].subtask_states[0].read().operator_state["position"][1]
         counts = {}
         for handle in ops["Count"].subtask_states.values():
             for per_state in handle.read().keyed_state[0].key_groups.values():

@@ -16,6 +16,7 @@ cluster and print Flink's ``Savepoint completed. Path: ...`` line.
 from __future__ import annotations
 
 import asyncio
+import os
 import time
 from pathlib import Path
 
@@ -37,11 +38,15 @@ TIMEOUT_S = 120
 
 
 class Slow(MapFunction):
-    def __init__(self, delay_s: float):
+    """Sleeps ``delay_s`` per record; with ``release``, only until that file exists (so a job
+    outlives a slow client's start-up for certain, then ends at once once released)."""
+
+    def __init__(self, delay_s: float, release: str = ""):
         self.delay_s = delay_s
+        self.release = release
 
     def map(self, value):
-        if self.delay_s:
+        if self.delay_s and not (self.release and os.path.exists(self.release)):
             time.sleep(self.delay_s)
         return value
 
@@ -70,7 +75,8 @@ class CountAtEnd(KeyedProcessFunction):
         return iter(())
 
 
-def _job(env, out: Path, delay_s: float, parallelism: int = 2, interval_ms: int = 100, **settings):
+def _job(env, out: Path, delay_s: float, parallelism: int = 2, interval_ms: int = 100, release: str = "",
+         **settings):
     conf = env.get_configuration()
     conf.set_integer("rill.source.batch-size", 10)
     conf.set_integer("taskmanager.network.records-per-buffer", 10)
@@ -78,7 +84,7 @@ def _job(env, out: Path, delay_s: float, parallelism: int = 2, interval_ms: int 
         conf.set_string(key, str(value))
     if interval_ms:
         env.enable_checkpointing(interval_ms)
-    (env.from_collection(list(range(N))).uid("numbers").map(Slow(delay_s)).uid("slow").name("Slow")
+    (env.from_collection(list(range(N))).uid("numbers").map(Slow(delay_s, release)).uid("slow").name("Slow")
      .key_by(lambda i: i % KEYS).process(CountAtEnd(str(out))).uid("count").name("Count")
      .set_parallelism(parallelism)
      .add_sink(lambda v: None).set_parallelism(parallelism))
@@ -206,12 +212,18 @@ def test_a_job_without_checkpointing_refuses_savepoints(env, tmp_path):
 
 
 # -- the CLI (cluster) ---------------------------------------------------------------------------
-def _running_job(shared_cluster, tmp_path, delay_s=0.004):
+def _running_job(shared_cluster, tmp_path, delay_s=0.02):
+    """A job that runs (up to N x ``delay_s`` = 30 s, longer than a ``rill`` command takes to
+    start on a loaded machine) until ``_release``."""
     env = shared_cluster.environment(1)
     out = tmp_path / "out.csv"
-    client = _job(env, out, delay_s).execute_async("cli savepoint")
+    client = _job(env, out, delay_s, release=str(tmp_path / "release")).execute_async("cli savepoint")
     _wait_for_a_completed_checkpoint(client)
     return client, out
+
+
+def _release(tmp_path) -> None:
+    (tmp_path / "release").touch()
 
 
 def _path(stdout: str) -> str:
@@ -224,6 +236,7 @@ def test_rill_savepoint_prints_the_path_and_the_job_runs_on(shared_cluster, tmp_
     client, out = _running_job(shared_cluster, tmp_path)
     proc = shared_cluster.cli("savepoint", client.get_job_id(), str(tmp_path / "sp"), "--port",
                               str(shared_cluster.port))
+    _release(tmp_path)
     path = _path(proc.stdout)
     assert Path(path).parent == tmp_path / "sp"
     assert resolve_checkpoint_pointer(path).snapshot_type is SnapshotType.SAVEPOINT
@@ -244,6 +257,7 @@ def test_rill_stop_with_drain_ends_the_job_finished(shared_cluster, tmp_path):
 def test_rill_stop_without_a_directory_fails_and_the_job_runs_on(shared_cluster, tmp_path):
     client, out = _running_job(shared_cluster, tmp_path)
     proc = shared_cluster.cli("stop", client.get_job_id(), "--port", str(shared_cluster.port), check=False)
+    _release(tmp_path)
     assert proc.returncode == 1
     assert "Stop-with-savepoint failed" in proc.stderr and "No savepoint directory" in proc.stderr
     client.get_job_execution_result().result(TIMEOUT_S)
