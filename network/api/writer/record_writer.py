@@ -21,9 +21,9 @@ Differences from Flink, and why:
   timestamps follows pending records without (or the reverse), the pending records are sent
   first, as a smaller buffer.
 * Behind a HASH exchange whose partitioner has a ``key_token`` (``key_by``), each buffer's
-  values are a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` carrying the keys the
-  partitioner computed, so the keyed operator does not compute them again (Flink computes the
-  key twice).
+  values are a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` carrying the keys and
+  key groups the partitioner computed, so the keyed operator does not compute them again (Flink
+  computes the key and its key group twice).
 """
 
 from __future__ import annotations
@@ -129,6 +129,7 @@ class RecordWriter:
             pending.extend(part_values)
             if keyed:
                 pending.keys.extend(part[3])
+                pending.key_groups.extend(part[4])
             if part_timestamps is not None:
                 pending_ts = pending_timestamps[channel]
                 if pending_ts is None:
@@ -242,7 +243,7 @@ class RecordWriter:
 
     def _new_pending(self) -> list:
         token = self._key_token
-        return [] if token is None else KeyedBatch(key_token=token)
+        return [] if token is None else KeyedBatch(key_token=token, key_groups=[])
 
     @staticmethod
     def _slice(values: list, start: int, stop: int) -> list:
