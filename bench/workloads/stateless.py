@@ -37,7 +37,7 @@ class StatelessWorkload:
     description = "source → map(price × 0.908) → filter(auction % 123 == 0) → counting sink"
     unit = "records"
     default_size = 2_000_000
-    target_ratio = 0.50
+    target_ratio = 1.0  # issue 16: the engine's batches against the fused loop (the first issue: 0.50)
 
     SOURCES = ("collection", "parallel")
 
