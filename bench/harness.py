@@ -395,8 +395,9 @@ def run_workload(workload: Workload, data: Sequence[Any], repeat: int = 3, paral
 
 # -- cluster speed-up: loop, embedded p=1 and cluster p=P in the same run --------------------
 
-#: the issue's target: cluster WordCount at p=2 ≥ 1.5 × embedded p=1, on net records/s
-CLUSTER_SPEEDUP_TARGET = 1.5
+#: issue 16's target: cluster p=2 ≥ 1.7 × embedded p=1 on W1–W3, on net records/s (the cluster
+#: WordCount issue before it asked for 1.5)
+CLUSTER_SPEEDUP_TARGET = 1.7
 
 
 @dataclass

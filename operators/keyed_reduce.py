@@ -6,7 +6,9 @@
 
 from __future__ import annotations
 
-from typing import Any, Hashable, List, Optional
+from itertools import repeat
+from operator import sub
+from typing import Any, Hashable, List, Optional, Tuple
 
 from rill.common.functions import is_rich
 from rill.network.partitioner.keyed_batch import KeyedBatch
@@ -29,11 +31,12 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
     emitted as it is; each later one is combined as ``reduce(stored, record)``, stored and
     emitted. Output records keep their input timestamps. Watermarks are forwarded.
 
-    Fast path, per batch: the keys are those the ``key_by`` exchange computed when they came
-    with the batch (a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` with this
-    operator's ``key_token``), else ``map(key_selector, values)`` (C-level for
-    ``operator.itemgetter``, or the selector's own ``get_keys`` batch method); their key groups
-    come from the backend's key-group cache through ``map``; then one loop reads and writes the
+    Fast path, per batch: the keys and key groups are those the ``key_by`` exchange computed
+    when they came with the batch (a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch`
+    with this operator's ``key_token``: inside a process), else the keys are
+    ``map(key_selector, values)`` (C-level for ``operator.itemgetter``, or the selector's own
+    ``get_keys`` batch method) and their key groups come from the backend's key-group cache
+    through ``map``; then one loop reads and writes the
     state's ``StateTable.key_group_maps`` directly (the layout of :mod:`rill.state.state_table`).
     Per record that is two dict look-ups, the combination, a dict store and an append; the
     combination is inline for the built-in aggregations on tuples
@@ -92,6 +95,9 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
         # mapping is a pure function of the key, so a stale dict could only miss, never lie);
         # misses go through compute_key_group_offset, which fills it.
         self._key_group_cache = None if self._table is None else backend.key_group_cache
+        key_group_range = backend.key_group_range
+        self._first_key_group = key_group_range.start_key_group
+        self._num_key_groups = key_group_range.get_number_of_key_groups()
         self._sets_key = is_rich(self.user_function)
         self._aggregation = None if self._sets_key else tuple_aggregation_for(self.user_function)
         if self._maps is None:
@@ -102,19 +108,33 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
     def process_element(self, value: Any, timestamp: Optional[int] = None) -> None:
         self.process_batch([value], None if timestamp is None else [timestamp])
 
-    def _keys(self, values: List[Any]) -> List[Any]:
+    def _keys(self, values: List[Any]) -> Tuple[List[Any], Optional[List[int]]]:
+        """``(keys, key_groups)``: those the exchange computed when the batch carries them under
+        this operator's token (``key_groups`` may still be ``None``), else the keys computed
+        here and ``None``."""
         if values.__class__ is KeyedBatch and values.key_token == self.key_token and self.key_token is not None:
-            return values.keys
+            return values.keys, values.key_groups
         keys_of = self._keys_of
-        return keys_of(values) if keys_of is not None else list(map(self._key_of, values))
+        return (keys_of(values) if keys_of is not None else list(map(self._key_of, values))), None
 
-    def _by_namespaces(self, keys: List[Any]) -> List[dict]:
-        """Per key, its key group's ``namespace -> {key: value}`` map (C-level ``map`` over the
-        backend's key-group cache; misses, found with C-level ``index``, go to the backend)."""
-        try:
-            offsets = list(map(self._key_group_cache.get, keys))
-        except TypeError:  # an unhashable key: the backend raises its error for it
-            offsets = [None] * len(keys)
+    def _offsets_of(self, key_groups: List[int]) -> Optional[List[int]]:
+        """The exchange's key groups as offsets into ``key_group_maps``, or ``None`` if one is
+        outside this subtask's range (the backend then raises its error for that key)."""
+        start = self._first_key_group
+        if min(key_groups) < start or max(key_groups) >= start + self._num_key_groups:
+            return None
+        return key_groups if start == 0 else list(map(sub, key_groups, repeat(start)))
+
+    def _by_namespaces(self, keys: List[Any], key_groups: Optional[List[int]] = None) -> List[dict]:
+        """Per key, its key group's ``namespace -> {key: value}`` map: from the key groups the
+        exchange computed when given, else through a C-level ``map`` over the backend's
+        key-group cache (misses, found with C-level ``index``, go to the backend)."""
+        offsets = None if key_groups is None else self._offsets_of(key_groups)
+        if offsets is None:
+            try:
+                offsets = list(map(self._key_group_cache.get, keys))
+            except TypeError:  # an unhashable key: the backend raises its error for it
+                offsets = [None] * len(keys)
         if None in offsets:
             key_group_offset = self._backend.compute_key_group_offset
             index = offsets.index
@@ -149,7 +169,7 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
     def process_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         if not values:
             return
-        keys = self._keys(values)
+        keys, key_groups = self._keys(values)
         out: List[Any] = []
         if self._maps is None:
             try:
@@ -160,7 +180,7 @@ class StreamGroupedReduce(AbstractUdfStreamOperator):
                                               else timestamps[: len(out)])
             return
         try:
-            by_namespaces = self._by_namespaces(keys)
+            by_namespaces = self._by_namespaces(keys, key_groups)
             aggregation = self._aggregation
             if aggregation is not None and aggregation.accepts(values):
                 if not aggregation.run(values, keys, by_namespaces, out.append):

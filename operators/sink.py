@@ -4,6 +4,8 @@
 
 from __future__ import annotations
 
+from collections import deque
+from itertools import repeat
 from typing import Any, List, Optional
 
 from rill.operators.base import AbstractUdfStreamOperator, Output
@@ -68,8 +70,8 @@ class StreamSink(AbstractUdfStreamOperator):
         ctx = self._ctx
         if timestamps is None:
             ctx._timestamp = None
-            for value in values:
-                invoke(value, ctx)
+            # the calls driven from C (a deque that keeps nothing): no Python loop per record
+            _consume(map(invoke, values, repeat(ctx)))
         else:
             for value, t in zip(values, timestamps):
                 ctx._timestamp = t
@@ -86,3 +88,7 @@ class StreamSink(AbstractUdfStreamOperator):
         finish_fn = getattr(self.user_function, "finish", None)
         if finish_fn is not None:
             finish_fn()
+
+
+#: runs an iterator to its end, keeping nothing
+_consume = deque(maxlen=0).extend

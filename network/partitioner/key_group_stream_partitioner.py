@@ -63,18 +63,21 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
     :param max_parallelism: the number of key groups (1..32768), or ``-1`` for "not configured
         yet": the job graph generator then calls :meth:`configure` with the consumer's max
         parallelism (Flink's ``ConfigurableStreamPartitioner``).
-    :param key_cache_size: bound on the per-instance cache ``key -> channel`` (entries; cleared
+    :param key_cache_size: bound on the per-instance cache ``key -> key group`` (entries; cleared
         when exceeded). Hashing a key costs microseconds in Python; the cache makes repeated keys
-        one dict lookup. Keys that compare equal share a cache entry.
+        one dict lookup. Keys that compare equal share a cache entry. A key group's channel is
+        then one list index (a table of ``max_parallelism`` channels built at :meth:`setup`).
     :param key_token: ``None``, or the token of the ``key_by`` this partitioner serves: the
         :class:`~rill.network.api.writer.RecordWriter` then hands the consumer
-        :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` es carrying the keys this
-        partitioner computed (see :meth:`split_keyed`), so the keyed operator reuses them.
+        :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` es carrying the keys and key
+        groups this partitioner computed (see :meth:`split_keyed`), so the keyed operator
+        neither calls the key selector nor hashes the key again.
     :raises ValueError: for a bad ``max_parallelism``; at :meth:`setup`, if it is still
         unconfigured or the number of channels exceeds it.
 
-    Cost per record: the key selector call plus one dict lookup (C-level ``map``), then one
-    append to bucket the record (and one for its key when keys travel, at p > 1).
+    Cost per record: the key selector call plus one dict lookup (C-level ``map``), at p > 1 one
+    list index for the channel and one append to bucket the record (and one each for its key
+    and key group when keys travel).
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         self.key_cache_size = key_cache_size
         self.key_token = key_token
         self._cache: dict[Any, int] = {}
+        self._channel_of_group: list[int] = []
 
     def configure(self, max_parallelism: int) -> None:
         """Set the number of key groups: the consumer's max parallelism (Flink's
@@ -118,19 +122,18 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         super().setup(number_of_channels)
         check_parallelism_preconditions(number_of_channels, self.max_parallelism)
         self._cache = {}
+        max_parallelism = self.max_parallelism
+        self._channel_of_group = [compute_operator_index_for_key_group(max_parallelism, number_of_channels, g)
+                                  for g in range(max_parallelism)]
 
-    def _channel_of_key(self, value: Any, key: Any) -> int:
-        """Compute (and cache) the channel of ``key``; converts key errors."""
+    def _key_group_of_key(self, value: Any, key: Any) -> int:
+        """Compute (and cache) the key group of ``key``; converts key errors."""
         try:
-            channel = compute_operator_index_for_key_group(
-                self.max_parallelism,
-                self.number_of_channels,
-                assign_to_key_group(key, self.max_parallelism),
-            )
-            self._cache[key] = channel
+            key_group = assign_to_key_group(key, self.max_parallelism)
+            self._cache[key] = key_group
         except (UnsupportedKeyError, TypeError) as error:
             raise self._key_error(value, key, error) from error
-        return channel
+        return key_group
 
     @staticmethod
     def _key_error(value: Any, key: Any, error: BaseException) -> KeySelectionError:
@@ -143,29 +146,27 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
 
     def select_channel(self, value: Any) -> int:
         key = self._get_key(value)
-        try:
-            channel = self._cache.get(key)
-        except TypeError as error:  # unhashable key
-            raise self._key_error(value, key, error) from error
-        if channel is None:
-            channel = self._channel_of_key(value, key)
-            if len(self._cache) > self.key_cache_size:
-                self._cache.clear()
+        channel = self.select_channel_for_key(value, key)
+        if len(self._cache) > self.key_cache_size:
+            self._cache.clear()
         return channel
 
     def split(self, values: list, timestamps: Optional[list] = None) -> list[Split]:
         n = self._check_setup()
         if not values:
             return []
-        channels = self._route(values)[1]
+        key_groups = self._route(values)[1]
         if n == 1:
             return [(0, values, timestamps)]
+        channels = list(map(self._channel_of_group.__getitem__, key_groups))
         return bucket_by_channel(values, timestamps, channels, n)
 
     def split_keyed(self, values: list, timestamps: Optional[list] = None) -> list[tuple]:
-        """:meth:`split`, with each part's keys: ``[(channel, values, timestamps_or_None,
-        keys), ...]``, ``keys[i]`` being ``key_selector(values[i])`` as computed to route it.
-        Returned lists may be the arguments themselves, as with :meth:`split`.
+        """:meth:`split`, with each part's keys and key groups: ``[(channel, values,
+        timestamps_or_None, keys, key_groups), ...]``, ``keys[i]`` being
+        ``key_selector(values[i])`` as computed to route it and ``key_groups[i]`` its key group
+        (``assign_to_key_group(keys[i], max_parallelism)``). Returned lists may be the arguments
+        themselves, as with :meth:`split`.
 
         :raises KeySelectionError: for a key without a stable hash (nothing routed).
         :raises RuntimeError: before :meth:`setup`.
@@ -173,59 +174,72 @@ class KeyGroupStreamPartitioner(StreamPartitioner):
         n = self._check_setup()
         if not values:
             return []
-        keys, channels = self._route(values)
+        keys, key_groups = self._route(values)
         if n == 1:
-            return [(0, values, timestamps, keys)]
-        return [(c, part_values, part_timestamps, part_keys)
-                for (c, part_values, part_timestamps), (_, part_keys, _) in zip(
+            return [(0, values, timestamps, keys, key_groups)]
+        channels = list(map(self._channel_of_group.__getitem__, key_groups))
+        return [(c, part_values, part_timestamps, part_keys, part_groups)
+                for (c, part_values, part_timestamps), (_, part_keys, _), (_, part_groups, _) in zip(
                     bucket_by_channel(values, timestamps, channels, n),
-                    bucket_by_channel(keys, None, channels, n))]
+                    bucket_by_channel(keys, None, channels, n),
+                    bucket_by_channel(key_groups, None, channels, n))]
 
     def _route(self, values: list) -> tuple[list, list]:
-        """``(keys, channels)`` of a non-empty batch, one per record."""
+        """``(keys, key_groups)`` of a non-empty batch, one per record. At one channel too: the
+        key groups travel to the keyed operator, and a key without a stable hash fails here, as
+        in Flink."""
         get_keys = self._get_keys
         keys = get_keys(values) if get_keys is not None else list(map(self._get_key, values))
         cache = self._cache
         try:
-            channels = list(map(cache.get, keys))
+            key_groups = list(map(cache.get, keys))
         except TypeError:
-            channels = self._channels_slow(values, keys)
+            key_groups = self._key_groups_slow(values, keys)
         else:
-            if None in channels:
+            if None in key_groups:
                 # the misses found with C-level index(): with Zipf-like keys nearly every batch
                 # has a few new keys, and a Python loop over the whole batch cost more than them
-                channel_of_key = self._channel_of_key
-                index = channels.index
+                key_group_of_key = self._key_group_of_key
+                index = key_groups.index
                 i = index(None)
                 while True:
                     key = keys[i]
-                    channel = cache.get(key)  # an earlier miss in this batch may have filled it
-                    channels[i] = channel if channel is not None else channel_of_key(values[i], key)
+                    key_group = cache.get(key)  # an earlier miss in this batch may have filled it
+                    key_groups[i] = key_group if key_group is not None else key_group_of_key(values[i], key)
                     try:
                         i = index(None, i + 1)
                     except ValueError:
                         break
         if len(cache) > self.key_cache_size:
             cache.clear()
-        return keys, channels
+        return keys, key_groups
 
-    def _channels_slow(self, values: list, keys: list) -> list[int]:
+    def _key_groups_slow(self, values: list, keys: list) -> list[int]:
         """Record-by-record path for a batch holding an unhashable key: raises for the first one
         (records before it are fine, and nothing was emitted yet)."""
-        return [self.select_channel_for_key(value, key) for value, key in zip(values, keys)]
+        return [self._key_group_for_key(value, key) for value, key in zip(values, keys)]
 
-    def select_channel_for_key(self, value: Any, key: Any) -> int:
-        """The channel of a record whose key is already known (``value`` is for messages)."""
+    def _key_group_for_key(self, value: Any, key: Any) -> int:
         try:
-            channel = self._cache.get(key)
+            key_group = self._cache.get(key)
         except TypeError as error:
             raise self._key_error(value, key, error) from error
-        return channel if channel is not None else self._channel_of_key(value, key)
+        return key_group if key_group is not None else self._key_group_of_key(value, key)
+
+    def select_channel_for_key(self, value: Any, key: Any) -> int:
+        """The channel of a record whose key is already known (``value`` is for messages).
+
+        :raises KeySelectionError: for a key without a stable hash.
+        :raises RuntimeError: before :meth:`setup`.
+        """
+        self._check_setup()
+        return self._channel_of_group[self._key_group_for_key(value, key)]
 
     def copy(self) -> "KeyGroupStreamPartitioner":
         duplicate = KeyGroupStreamPartitioner(self.key_selector, self.max_parallelism, self.key_cache_size,
                                               self.key_token)
         duplicate.number_of_channels = self.number_of_channels
+        duplicate._channel_of_group = self._channel_of_group
         return duplicate
 
     def __str__(self) -> str:

@@ -51,6 +51,16 @@ def test_workload_results_match_the_loop(name, parallelism):
     assert len(m.samples) == 1
 
 
+def test_stateless_with_a_parallel_source_stays_chained_and_matches_the_loop():
+    workload = StatelessWorkload(source="parallel")
+    data = workload.prepare(TINY["stateless"])
+    m = run_workload(workload, data, repeat=1, parallelism=2, warmup=False)
+    assert m.sink_records > 0
+    assert m.vertices == ["Source: Parallel Bids Source -> Map -> Filter -> Sink: Unnamed (p=2)"]
+    with pytest.raises(ValueError, match="source must be one of"):
+        StatelessWorkload(source="file")
+
+
 class _DropsTheFilter(StatelessWorkload):
     """A "Rill job" that forgets the filter: the check must catch it."""
 

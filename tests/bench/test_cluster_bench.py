@@ -110,6 +110,21 @@ def test_speedup_mode_checks_every_side_and_embedded_still_works_after(bench_clu
                             warmup=False, cluster_workload=_NoRollingReduce(source="parallel"))
 
 
+def test_cli_cluster_speedup_of_several_workloads(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    out = tmp_path / "speedups.json"
+    code = bench_run.main(["--cluster-speedup", "--workload", "wordcount_sum", "--workload", "stateless",
+                           "--size", "2000", "--repeat", "1", "--no-warmup", "--quiet", "--json", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert text.count("cluster p=2 ÷ embedded p=1: net") == 2 and "target ≥ 1.7" in text
+    reports = json.loads(out.read_text())["cluster_speedups"]
+    assert [r["workload"] for r in reports] == ["wordcount_sum", "stateless"]
+    assert all(r["records"] == 2000 and r["sink_records"] > 0 for r in reports)
+    with pytest.raises(SystemExit):
+        bench_run.main(["--cluster-speedup", "--workload", "sliding"])
+
+
 def test_cli_cluster_speedup_starts_and_stops_its_cluster(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))  # where the cluster's run directory goes
     out = tmp_path / "speedup.json"

@@ -192,6 +192,51 @@ def test_keyed_batch_slices_keep_keys_and_pickle():
         KeyedBatch([1, 2, 3], keys=["x", "y"])
 
 
+def test_keyed_batch_carries_key_groups_through_slices_and_pickle():
+    import pickle
+
+    batch = KeyedBatch([1, 2, 3], keys=["x", "y", "z"], key_token=3, key_groups=[5, 6, 7])
+    part = batch.slice(1, 3)
+    assert (list(part), part.keys, part.key_groups) == ([2, 3], ["y", "z"], [6, 7])
+    back = pickle.loads(pickle.dumps(batch))
+    assert (list(back), back.keys, back.key_groups, back.key_token) == ([1, 2, 3], ["x", "y", "z"], [5, 6, 7], 3)
+    assert KeyedBatch([1], keys=["x"]).slice(0, 1).key_groups is None
+    with pytest.raises(ValueError, match="2 key groups for 3 values"):
+        KeyedBatch([1, 2, 3], keys=["x", "y", "z"], key_groups=[1, 2])
+
+
+def _stored_groups(batch, token, parallelism=1, subtask_index=0):
+    """{key: (key group the operator stored it under, value)} after one batch."""
+    h = KeyedOneInputStreamOperatorTestHarness(StreamGroupedReduce(SumAggregator(1), key_token=token),
+                                               itemgetter(0), parallelism=parallelism, subtask_index=subtask_index)
+    with h:
+        h.operator.process_batch(batch)
+        start = h.operator._first_key_group
+        return {key: (start + offset, value) for offset, by_namespace in enumerate(h.operator._maps)
+                for key, value in by_namespace.get(VOID_NAMESPACE, {}).items()}
+
+
+def test_key_groups_of_a_keyed_batch_place_the_state_and_out_of_range_ones_are_recomputed():
+    from rill.state.key_groups import assign_to_key_group
+
+    values = [("a", 1), ("b", 2), ("a", 3)]
+    right = [assign_to_key_group(k, 128) for k, _ in values]
+    assert _stored_groups(KeyedBatch(values, ["a", "b", "a"], 7, right), 7) == {
+        "a": (right[0], ("a", 4)), "b": (right[1], ("b", 2))}
+    # the operator takes the exchange's key groups as given (key group 3 is deliberately not
+    # a's): they are what the partitioner routed by, and computing them again is the cost saved
+    assert _stored_groups(KeyedBatch(values, ["a", "b", "a"], 7, [3, right[1], 3]), 7)["a"] == (3, ("a", 4))
+    # outside the subtask's range (subtask 1 of 2 owns 64..127): computed again by the backend,
+    # which raises its error for a key of another subtask
+    theirs = [k for k in "abcdefgh" if assign_to_key_group(k, 128) >= 64][:2]
+    batch = KeyedBatch([(k, 1) for k in theirs], theirs, 7, [0, 0])
+    assert _stored_groups(batch, 7, parallelism=2, subtask_index=1) == {
+        k: (assign_to_key_group(k, 128), (k, 1)) for k in theirs}
+    mine = [k for k in "abcdefgh" if assign_to_key_group(k, 128) < 64][:1]
+    with pytest.raises(ValueError, match="is not in"):
+        _stored_groups(KeyedBatch([(mine[0], 1)], mine, 7, [0]), 7, parallelism=2, subtask_index=1)
+
+
 # -- key_by(position / name) ------------------------------------------------------------------
 
 def test_field_key_selector_on_tuples_rows_named_tuples_and_scalars():

@@ -333,11 +333,14 @@ class NetworkEnvironment:
         return channels
 
     def create_record_writers(self, tdd, partitions: List[ResultPartition]) -> List[Any]:
-        """One RecordWriter per partition (``flush_always`` when ``buffer_timeout_ms == 0``)."""
+        """One RecordWriter per partition (``flush_always`` when ``buffer_timeout_ms == 0``). In
+        cluster mode (a connection manager) every consumer is in another process, so a HASH
+        exchange's keys are not carried: they would not cross the wire."""
         flush_always = tdd.buffer_timeout_ms == 0
+        carry_keys = self.connection_manager is None
         return [
             RecordWriter(partition, pdd.partitioner, records_per_buffer=tdd.network_options.records_per_buffer,
-                         flush_always=flush_always)
+                         flush_always=flush_always, carry_keys=carry_keys)
             for pdd, partition in zip(tdd.produced_partitions, partitions)
         ]
 

@@ -21,9 +21,9 @@ Differences from Flink, and why:
   timestamps follows pending records without (or the reverse), the pending records are sent
   first, as a smaller buffer.
 * Behind a HASH exchange whose partitioner has a ``key_token`` (``key_by``), each buffer's
-  values are a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` carrying the keys the
-  partitioner computed, so the keyed operator does not compute them again (Flink computes the
-  key twice).
+  values are a :class:`~rill.network.partitioner.keyed_batch.KeyedBatch` carrying the keys and
+  key groups the partitioner computed, so the keyed operator does not compute them again (Flink
+  computes the key and its key group twice).
 """
 
 from __future__ import annotations
@@ -50,6 +50,10 @@ class RecordWriter:
     :param records_per_buffer: records per full buffer (>= 1).
     :param flush_always: send pending records at the end of every emit call (Flink's buffer
         timeout 0).
+    :param carry_keys: hand a HASH exchange's keys and key groups to the consumers in
+        ``KeyedBatch`` es (default); ``False`` when every consumer is in another process (the
+        cluster mode), where the batch is serialized as a plain list and the keys would only be
+        bucketed for nothing.
     :raises ValueError: for ``records_per_buffer < 1`` or a partitioner that cannot serve the
         partition's channel count.
 
@@ -66,6 +70,7 @@ class RecordWriter:
         partitioner: StreamPartitioner,
         records_per_buffer: int = DEFAULT_RECORDS_PER_BUFFER,
         flush_always: bool = False,
+        carry_keys: bool = True,
     ) -> None:
         if not isinstance(records_per_buffer, int) or records_per_buffer < 1:
             raise ValueError(f"records_per_buffer must be an int >= 1, got {records_per_buffer!r}")
@@ -77,7 +82,8 @@ class RecordWriter:
         self.flush_always = flush_always
         self._n = n
         #: the key_by token when keys travel with the records (a partitioner with split_keyed)
-        self._key_token = getattr(partitioner, "key_token", None) if hasattr(partitioner, "split_keyed") else None
+        self._key_token = (getattr(partitioner, "key_token", None)
+                           if carry_keys and hasattr(partitioner, "split_keyed") else None)
         self._pending_values: list[list] = [self._new_pending() for _ in range(n)]
         # Per channel: None while the pending records carry no timestamps, else their list.
         self._pending_timestamps: list[Optional[list]] = [None] * n
@@ -129,6 +135,7 @@ class RecordWriter:
             pending.extend(part_values)
             if keyed:
                 pending.keys.extend(part[3])
+                pending.key_groups.extend(part[4])
             if part_timestamps is not None:
                 pending_ts = pending_timestamps[channel]
                 if pending_ts is None:
@@ -242,7 +249,7 @@ class RecordWriter:
 
     def _new_pending(self) -> list:
         token = self._key_token
-        return [] if token is None else KeyedBatch(key_token=token)
+        return [] if token is None else KeyedBatch(key_token=token, key_groups=[])
 
     @staticmethod
     def _slice(values: list, start: int, stop: int) -> list:

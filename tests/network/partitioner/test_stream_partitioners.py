@@ -120,6 +120,22 @@ def test_key_groups_agree_with_state_key_groups(key, max_parallelism, data):
     assert (channel, values) == (expected, [key, key])
 
 
+@pytest.mark.parametrize("n", [1, 3])
+def test_split_keyed_carries_each_records_key_and_key_group(n):
+    from rill.state.key_groups import assign_to_key_group
+
+    partitioner = KeyGroupStreamPartitioner(lambda r: r[0], 256, key_token=9)
+    partitioner.setup(n)
+    records = [(f"w{i % 37}", i) for i in range(200)]
+    parts = partitioner.split_keyed(records, None)
+    assert sorted(v for _, values, _, _, _ in parts for v in values) == sorted(records)
+    for channel, values, timestamps, keys, key_groups in parts:
+        assert timestamps is None
+        assert keys == [r[0] for r in values]
+        assert key_groups == [assign_to_key_group(k, 256) for k in keys]
+        assert {assign_key_to_parallel_operator(k, 256, n) for k in keys} == {channel}
+
+
 def test_rebalance_starts_after_a_random_channel_and_continues_across_batches():
     starts = set()
     for seed in range(40):

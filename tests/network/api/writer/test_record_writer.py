@@ -201,6 +201,7 @@ def test_a_hash_exchange_with_a_key_token_hands_over_its_keys(manager, make_part
     """Every buffer of a keyed exchange is a KeyedBatch whose keys are the partitioner's, also
     across buffer boundaries and flushes; without a token buffers are plain lists."""
     from rill.network.partitioner.keyed_batch import KeyedBatch
+    from rill.state.key_groups import assign_to_key_group
 
     selected = []
 
@@ -221,6 +222,7 @@ def test_a_hash_exchange_with_a_key_token_hands_over_its_keys(manager, make_part
         for kind, batch, timestamps in reader.drain(channel):
             assert kind == "buffer" and type(batch) is KeyedBatch and batch.key_token == "kb"
             assert batch.keys == [v // 10 for v in batch] and len(batch) <= 3
+            assert batch.key_groups == [assign_to_key_group(v // 10, 128) for v in batch]
             assert timestamps == [values.index(v) for v in batch]
             got.extend(batch)
     assert sorted(got) == values
@@ -231,3 +233,13 @@ def test_a_hash_exchange_with_a_key_token_hands_over_its_keys(manager, make_part
     writer.emit_batch(values)
     writer.flush_all()
     assert {type(batch) for channel in (0, 1) for _, batch, _ in reader.drain(channel)} == {list}
+
+    # consumers in other processes (the cluster mode): the keys are not carried
+    remote = make_partition(2, num_buffers=32)
+    writer = RecordWriter(remote, KeyGroupStreamPartitioner(key_of, 128, key_token="kb"), records_per_buffer=3,
+                          carry_keys=False)
+    reader = Reader(manager, remote)
+    writer.emit_batch(values)
+    writer.flush_all()
+    drained = [batch for channel in (0, 1) for _, batch, _ in reader.drain(channel)]
+    assert {type(batch) for batch in drained} == {list} and sorted(v for b in drained for v in b) == values
