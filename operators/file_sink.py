@@ -10,9 +10,10 @@ Part files and their life cycle (Flink's names, on a local file system):
 - pending: the same file, closed, waiting for its checkpoint to complete;
 - finished: renamed to ``<bucket>/<prefix>-<uid>-<n><suffix>`` (visible).
 
-Two-phase commit. At a checkpoint (``snapshot_state``) each bucket's in-progress file is closed
-to pending if the rolling policy rolls on checkpoints (always for bulk formats), otherwise it
-is flushed and its valid length recorded; the pending files since the previous checkpoint
+Two-phase commit. At a checkpoint (``prepare_snapshot_pre_barrier``, before the barrier, as
+Flink's ``SinkWriterOperator``; ``snapshot_state`` then stores the result) each bucket's
+in-progress file is closed to pending if the rolling policy rolls on checkpoints (always for
+bulk formats), otherwise it is flushed and its valid length recorded; the pending files since the previous checkpoint
 become that checkpoint's committables. ``notify_checkpoint_complete(n)`` commits (renames) the
 committables of every checkpoint up to ``n``; an abort leaves them pending for a later one.
 A restore commits the pending files of its state (idempotent: a file already renamed is
@@ -261,6 +262,8 @@ class FileSinkOperator(AbstractStreamOperator):
         self._committer: Optional[FileCommitter] = None
         # checkpoint id -> its committables, not committed yet
         self._by_checkpoint: Dict[int, List[FileSinkCommittable]] = {}
+        # (checkpoint id, parts kept open) of the last prepare_snapshot_pre_barrier
+        self._prepared: Optional[Tuple[int, List[Tuple[str, str, str, int]]]] = None
 
     def initialize_state(self) -> None:
         """Register the state; on restore commit what the state holds and delete the rest of
@@ -323,13 +326,31 @@ class FileSinkOperator(AbstractStreamOperator):
     def process_watermark(self, watermark) -> None:
         pass
 
-    def snapshot_state(self, checkpoint_id: int, timestamp: int):
-        """Close or persist the in-progress files, assign the pending ones to
-        ``checkpoint_id`` and store both kinds in the operator state."""
+    def prepare_snapshot_pre_barrier(self, checkpoint_id: int) -> None:
+        """Close (roll) or persist the in-progress files and assign the pending ones to
+        ``checkpoint_id``, before the barrier leaves, as Flink's ``SinkWriterOperator`` calls
+        ``prepareCommit`` in ``prepareSnapshotPreBarrier``: the blocking file I/O (closing
+        parts, ``fsync``) stays out of the synchronous part of the snapshot, which only records
+        the result (no record is processed in between: both run in the checkpoint's mail)."""
+        super().prepare_snapshot_pre_barrier(checkpoint_id)
+        self._prepare(checkpoint_id)
+
+    def _prepare(self, checkpoint_id: int) -> None:
         in_progress = self._writer.snapshot_in_progress()
         committables = self._writer.prepare_commit()
         if committables:
             self._by_checkpoint.setdefault(checkpoint_id, []).extend(committables)
+        self._prepared = (checkpoint_id, in_progress)
+
+    def snapshot_state(self, checkpoint_id: int, timestamp: int):
+        """Store the in-progress files (with their valid lengths) and the pending ones in the
+        operator state; a snapshot taken without :meth:`prepare_snapshot_pre_barrier` (an
+        operator test harness) prepares here first."""
+        prepared, self._prepared = self._prepared, None
+        if prepared is None or prepared[0] != checkpoint_id:
+            self._prepare(checkpoint_id)
+            prepared, self._prepared = self._prepared, None
+        in_progress = prepared[1]
         base = self.sink.base_path
         index = self.context.subtask_index
         self._writer_state.update([(index, self._writer.part_counter, tuple(

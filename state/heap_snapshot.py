@@ -8,8 +8,10 @@ copied: the task goes on at once, and copies a key group when it first touches i
 
 Asynchronous part, on any thread (:meth:`HeapSnapshotResources.async_snapshot`): the pinned
 dicts, which nobody modifies any more, become the
-:class:`~rill.state.checkpoint.operator_subtask_state.KeyedStateSnapshot` record, key group by
-key group, with expired TTL values left out (``cleanup_full_snapshot``).
+:class:`~rill.state.checkpoint.operator_subtask_state.KeyedStateSnapshot` record, whose
+``key_groups`` reads them key group by key group
+(:class:`~rill.state.checkpoint.key_group_views.PinnedKeyGroups`), with expired TTL values left
+out (``cleanup_full_snapshot``).
 
 The record's stored values are the pinned objects themselves (not copies): the live state
 copies what it touches after the snapshot, so they stay as they were. A restore copies them in.
@@ -17,10 +19,10 @@ copies what it touches after the snapshot, so they stay as they were. A restore 
 
 from __future__ import annotations
 
-import itertools
 from typing import Any, Callable, Dict, List, Mapping, Optional, Tuple
 
 from rill.state.backend import KeyedSnapshotResources
+from rill.state.checkpoint.key_group_views import PinnedKeyGroups
 from rill.state.checkpoint.operator_subtask_state import KeyedStateSnapshot
 from rill.state.descriptors import StateDescriptor
 from rill.state.key_groups import KeyGroupRange
@@ -50,7 +52,10 @@ class HeapSnapshotResources(KeyedSnapshotResources):
 
     def async_snapshot(self) -> KeyedStateSnapshot:
         """The :class:`KeyedStateSnapshot` of the pinned views (only key groups and states with
-        entries appear). Reads the pinned dicts only, so any thread may call it while the task
+        entries appear). Its ``key_groups`` is a
+        :class:`~rill.state.checkpoint.key_group_views.PinnedKeyGroups` over the pinned dicts:
+        O(states) here, the entries are read when the snapshot is written (column by column)
+        or asked for. Reads the pinned dicts only, so any thread may call it while the task
         runs on.
 
         :raises RuntimeError: after :meth:`release`.
@@ -58,30 +63,16 @@ class HeapSnapshotResources(KeyedSnapshotResources):
         tables = self._tables
         if tables is None:
             raise RuntimeError("The heap snapshot resources were released")
-        start = self._key_group_range.start_key_group
-        key_groups: Dict[int, Dict[str, Tuple[Tuple[Any, Any, Any], ...]]] = {}
-        for name, (_descriptor, pinned, transform) in tables.items():
-            for offset, by_namespace in enumerate(pinned):
-                if by_namespace is None:
-                    continue
-                if transform is None:
-                    # C-level: zip of the keys, the namespace repeated and the values
-                    entries = tuple(itertools.chain.from_iterable(
-                        zip(by_key.keys(), itertools.repeat(namespace), by_key.values())
-                        for namespace, by_key in by_namespace.items()))
-                else:
-                    entries = tuple([(key, namespace, kept) for namespace, by_key in by_namespace.items()
-                                     for key, stored in by_key.items() if (kept := transform(stored)) is not None])
-                if entries:
-                    key_groups.setdefault(start + offset, {})[name] = entries
         return KeyedStateSnapshot(
             max_parallelism=self._max_parallelism,
             key_group_range=self._key_group_range,
             descriptors={name: descriptor for name, (descriptor, _, _) in tables.items()},
-            key_groups=key_groups,
+            key_groups=PinnedKeyGroups(self._key_group_range.start_key_group, {
+                name: (pinned, transform) for name, (_, pinned, transform) in tables.items()}),
         )
 
     def release(self) -> None:
-        """Drop the references to the pinned dicts (they are freed once the live state has
-        copied every key group away from them)."""
+        """Drop this object's references to the pinned dicts (the snapshot record keeps its
+        own until it is written; they are freed once the live state has copied every key
+        group away from them)."""
         self._tables = None

@@ -40,6 +40,7 @@ import fsspec
 
 from rill.state.checkpoint.arrow_types import UNTYPED, ColumnCodec, column_codec
 from rill.state.checkpoint.collector import collector_paused
+from rill.state.checkpoint.key_group_views import PinnedKeyGroups, entry_chunks
 from rill.state.checkpoint.metadata import (
     METADATA_FORMAT_VERSION,
     CheckpointMetadata,
@@ -291,14 +292,18 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         for i, snap in enumerate(state.keyed_state):
             suffix = f"{subtask_index:05d}" + (f"-{i}" if i else "")
             key_codec = _key_codec(snap.key_type)
+            pinned = snap.key_groups if isinstance(snap.key_groups, PinnedKeyGroups) else None
             names = list(snap.descriptors)
-            names += sorted({n for states in snap.key_groups.values() for n in states} - set(names))
+            names += sorted(set(pinned.state_names() if pinned is not None else
+                                {n for states in snap.key_groups.values() for n in states}) - set(names))
             states = []
             for name in names:
                 descriptor = snap.descriptors.get(name)
                 rel, spans = None, []
-                per_kg = [(kg, snap.key_groups[kg][name]) for kg in sorted(snap.key_groups)
-                          if snap.key_groups[kg].get(name)]
+                # a heap snapshot's pinned dicts are read column-wise (no tuple per entry)
+                per_kg = (list(pinned.chunks(name)) if pinned is not None else
+                          [(kg, entry_chunks(snap.key_groups[kg][name])) for kg in sorted(snap.key_groups)
+                           if snap.key_groups[kg].get(name)])
                 if per_kg:
                     rel = f"{operator_id}/keyed/{state_directory_name(name)}/part-{suffix}.parquet"
                     spans = write(rel, lambda f: write_keyed_state_file(

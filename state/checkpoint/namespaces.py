@@ -22,15 +22,17 @@ imported, as unpickling needs a class's module: restoring a window operator impo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Type
+import itertools
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
+import numpy as np
 import pyarrow as pa
 
 from rill.state.api import VoidNamespace
 from rill.state.checkpoint.object_codec import decode_object, encode_object
 
 __all__ = ["NAMESPACE_TYPE", "OBJECT_NAMESPACE", "register_namespace_type",
-           "encode_namespaces", "decode_namespaces"]
+           "encode_namespaces", "encode_namespace_runs", "decode_namespaces"]
 
 #: The Arrow type of the ``namespace`` column.
 NAMESPACE_TYPE = pa.struct([
@@ -86,24 +88,20 @@ register_namespace_type(VoidNamespace, "VoidNamespace", lambda ns: {}, lambda f:
 
 
 def _constant(namespace: Any, n: int) -> pa.StructArray:
-    """The column of ``n`` times the same namespace (all VoidNamespace: most keyed state)."""
+    """The column of ``n`` times the same namespace (all VoidNamespace: most keyed state),
+    repeated by Arrow (no Python list of ``n`` elements)."""
     codec = _BY_CLASS.get(type(namespace))
     name = OBJECT_NAMESPACE if codec is None else codec.name
     value = encode_object(namespace) if codec is None else None
     given = {} if codec is None else codec.to_fields(namespace)
     return pa.StructArray.from_arrays(
-        [pa.array([name] * n, pa.string()),
-         *(pa.array([given.get(f)] * n, pa.int64()) for f in _FIELDS),
-         pa.array([value] * n, pa.binary())],
+        [pa.repeat(pa.scalar(name, pa.string()), n),
+         *(pa.repeat(pa.scalar(given.get(f), pa.int64()), n) for f in _FIELDS),
+         pa.repeat(pa.scalar(value, pa.binary()), n)],
         fields=list(NAMESPACE_TYPE))
 
 
-def encode_namespaces(namespaces: Sequence[Any]) -> pa.StructArray:
-    """The ``namespace`` column of ``namespaces`` (one struct per namespace)."""
-    if namespaces:
-        first = namespaces[0]
-        if all(ns is first for ns in namespaces):
-            return _constant(first, len(namespaces))
+def _each(namespaces: Sequence[Any]) -> pa.StructArray:
     types: List[str] = []
     fields: Dict[str, List[Optional[int]]] = {f: [] for f in _FIELDS}
     values: List[Optional[bytes]] = []
@@ -124,6 +122,41 @@ def encode_namespaces(namespaces: Sequence[Any]) -> pa.StructArray:
         [pa.array(types, pa.string()), *(pa.array(fields[f], pa.int64()) for f in _FIELDS),
          pa.array(values, pa.binary())],
         fields=list(NAMESPACE_TYPE))
+
+
+def encode_namespaces(namespaces: Sequence[Any]) -> pa.StructArray:
+    """The ``namespace`` column of ``namespaces`` (one struct per namespace). Namespaces of one
+    class (the timers of a window operator: many timers per window) are encoded once per
+    distinct value and repeated by Arrow (``take``); the per-element work is C-level hashing."""
+    n = len(namespaces)
+    if n:
+        first = namespaces[0]
+        if all(ns is first for ns in namespaces):
+            return _constant(first, n)
+        kinds = set(map(type, namespaces))
+        if len(kinds) == 1 and type(first) in _BY_CLASS:  # one registered class: equal ones encode alike
+            index: Dict[Any, int] = {}
+            # setdefault keeps the position of a value's first occurrence: sparse codes < n
+            codes = np.fromiter(map(index.setdefault, namespaces, itertools.count()), np.int64, n)
+            if len(index) < n:
+                dense = np.empty(n, np.int32)
+                dense[np.fromiter(index.values(), np.int64, len(index))] = np.arange(len(index), dtype=np.int32)
+                return _each(list(index)).take(pa.array(dense[codes]))
+    return _each(namespaces)
+
+
+def encode_namespace_runs(runs: Sequence[Tuple[Any, int]]) -> pa.StructArray:
+    """The ``namespace`` column of ``(namespace, rows)`` runs: each namespace repeated for its
+    run's rows (a keyed-state file writes one run per namespace and key group). O(runs) Python
+    work; the repetition is Arrow's."""
+    total = sum(count for _, count in runs)
+    if runs:
+        first = runs[0][0]
+        if all(ns is first for ns, _ in runs):
+            return _constant(first, total)
+    counts = np.fromiter((count for _, count in runs), np.int64, len(runs))
+    positions = np.repeat(np.arange(len(runs), dtype=np.int32), counts)
+    return encode_namespaces([ns for ns, _ in runs]).take(pa.array(positions))
 
 
 def decode_namespaces(column: pa.Array) -> List[Any]:

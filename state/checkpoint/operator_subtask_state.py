@@ -25,6 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional, Tuple
 
+from rill.state.checkpoint.key_group_views import PinnedKeyGroups
 from rill.state.descriptors import StateDescriptor
 from rill.state.key_groups import KeyGroupRange
 
@@ -60,7 +61,9 @@ class KeyedStateSnapshot:
     :param descriptors: every registered state's descriptor by name (what a restore needs to
         recreate the state, and what declares its type).
     :param key_groups: key group -> state name -> ``(key, namespace, stored value)`` entries;
-        only key groups and states with entries appear. Stored values are in the backend's
+        only key groups and states with entries appear. A heap backend's snapshot gives a
+        :class:`~rill.state.checkpoint.key_group_views.PinnedKeyGroups` (kept as it is, read
+        column-wise by the file writer); any other mapping is copied. Stored values are in the backend's
         layout (see :mod:`rill.state.state_table`; TTL states store ``(value, last_access_ms)``).
     :param key_type: the declared type of the keys (``key_by(..., key_type)``), or ``None``:
         a snapshot writer then types its ``key`` column, else it writes keys untyped.
@@ -78,8 +81,9 @@ class KeyedStateSnapshot:
         if outside:
             raise ValueError(f"Key groups {sorted(outside)} are not in {self.key_group_range}")
         object.__setattr__(self, "descriptors", _frozen(self.descriptors))
-        object.__setattr__(self, "key_groups", _frozen(
-            {kg: _frozen(states) for kg, states in self.key_groups.items()}))
+        if not isinstance(self.key_groups, PinnedKeyGroups):  # that one is read-only already
+            object.__setattr__(self, "key_groups", _frozen(
+                {kg: _frozen(states) for kg, states in self.key_groups.items()}))
 
     def entries(self, state_name: str, key_group: int) -> Tuple[KeyedStateEntry, ...]:
         """The entries of one state in one key group (empty if it has none)."""

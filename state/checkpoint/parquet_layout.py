@@ -59,13 +59,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rill.common.type_conversion import TypeValueError
 from rill.state.checkpoint.arrow_types import ColumnCodec, UNTYPED, column_codec, list_codec, map_codec, ttl_codec
-from rill.state.checkpoint.namespaces import NAMESPACE_TYPE, decode_namespaces, encode_namespaces
+from rill.state.checkpoint.key_group_views import NamespaceChunk
+from rill.state.checkpoint.namespaces import NAMESPACE_TYPE, decode_namespaces, encode_namespace_runs, encode_namespaces
 from rill.state.checkpoint.object_codec import decode_objects, encode_objects
 from rill.state.checkpoint.operator_subtask_state import ChannelStateSnapshot, TimersOfKeyGroup, TimerServiceSnapshot
 from rill.state.descriptors import StateDescriptor, StateType
@@ -95,6 +97,34 @@ RowGroupSpan = List[int]
 _WRITE_OPTIONS = dict(coerce_timestamps="us", allow_truncated_timestamps=False, compression="snappy",
                       write_statistics=["key_group", "partition_id"])
 
+#: Columns whose values are (nearly) unique per row: no dictionary encoding. Arrow would build a
+#: dictionary for each column chunk and drop it once it outgrows the page; measured on a
+#: 66,000-row keyed-state row group (pyarrow 26): 22 ms of CPU with dictionaries on every
+#: column, 13.5 ms without them on ``key`` and ``value``, and a 13% smaller file.
+_HIGH_CARDINALITY = frozenset({"key", "value", "data"})
+
+
+def _dictionary_columns(schema: pa.Schema) -> List[str]:
+    """The column paths of ``schema`` to dictionary-encode: all but :data:`_HIGH_CARDINALITY`
+    (struct children by their dotted path, as ``use_dictionary`` names them)."""
+    paths: List[str] = []
+
+    def walk(prefix: str, field: pa.Field) -> None:
+        if pa.types.is_struct(field.type):
+            for child in field.type:
+                walk(f"{prefix}{field.name}.", child)
+        else:
+            paths.append(prefix + field.name)
+
+    for field in schema:
+        if field.name not in _HIGH_CARDINALITY:
+            walk("", field)
+    return paths
+
+
+def _write_options(schema: pa.Schema) -> Dict[str, Any]:
+    return dict(_WRITE_OPTIONS, use_dictionary=_dictionary_columns(schema))
+
 
 @dataclass(frozen=True)
 class FileIdentity:
@@ -106,12 +136,24 @@ class FileIdentity:
     subtask_index: int
 
     def columns(self, rows: int) -> List[Tuple[str, pa.Array]]:
-        return [("checkpoint_id", pa.array([self.checkpoint_id] * rows, pa.int64())),
-                ("operator_uid", pa.array([self.operator_uid] * rows, pa.string())),
-                ("operator_id", pa.array([self.operator_id] * rows, pa.string()))]
+        return [("checkpoint_id", _repeat(self.checkpoint_id, pa.int64(), rows)),
+                ("operator_uid", _repeat(self.operator_uid, pa.string(), rows)),
+                ("operator_id", _repeat(self.operator_id, pa.string(), rows))]
 
     def partition(self, rows: int) -> Tuple[str, pa.Array]:
-        return "partition_id", pa.array([self.subtask_index] * rows, pa.int32())
+        return "partition_id", _repeat(self.subtask_index, pa.int32(), rows)
+
+
+def _repeat(value: Any, arrow_type: pa.DataType, rows: int) -> pa.Array:
+    """``rows`` times ``value`` (Arrow repeats it: no Python list of ``rows`` elements)."""
+    return pa.repeat(pa.scalar(value, arrow_type), rows)
+
+
+def _repeat_runs(values: Sequence[Any], counts: Sequence[int], arrow_type: pa.DataType) -> pa.Array:
+    """Each of ``values`` repeated ``counts`` times, in order (Arrow's ``take`` of numpy's
+    repeated positions: Python work per run, not per row)."""
+    positions = np.repeat(np.arange(len(values), dtype=np.int32), np.asarray(counts, np.int64))
+    return pa.array(values, arrow_type).take(pa.array(positions))
 
 
 def _identity_fields() -> List[pa.Field]:
@@ -144,7 +186,7 @@ def value_codec(descriptor: StateDescriptor) -> ColumnCodec:
 
 def _write_row_groups(out: Any, schema: pa.Schema, runs: Iterable[Tuple[int, int, pa.Table]]) -> List[RowGroupSpan]:
     spans: List[RowGroupSpan] = []
-    with pq.ParquetWriter(out, schema, **_WRITE_OPTIONS) as writer:
+    with pq.ParquetWriter(out, schema, **_write_options(schema)) as writer:
         for first, last, table in runs:
             writer.write_table(table, row_group_size=max(table.num_rows, 1))
             spans.append([first, last, table.num_rows])
@@ -153,24 +195,33 @@ def _write_row_groups(out: Any, schema: pa.Schema, runs: Iterable[Tuple[int, int
     return spans
 
 
-def _runs_by_key_group(per_key_group: Iterable[Tuple[int, Sequence[Any]]],
-                       target_rows: int) -> Iterable[Tuple[int, int, List[int], List[Any]]]:
+def _chunk_runs(key_groups: Iterable[Tuple[int, Sequence[NamespaceChunk]]], target_rows: int
+                ) -> Iterable[Tuple[List[Tuple[int, int]], List[Tuple[Any, int]], List[Any], List[Any]]]:
     """Contiguous runs of whole key groups of at least ``target_rows`` rows (the last run may
-    be smaller), as ``(first kg, last kg, key group of each row, rows)``."""
-    first = last = -1
-    kgs: List[int] = []
-    rows: List[Any] = []
-    for key_group, entries in per_key_group:
-        if not rows:
-            first = key_group
-        rows.extend(entries)
-        kgs.extend([key_group] * len(entries))
-        last = key_group
-        if len(rows) >= target_rows:
-            yield first, last, kgs, rows
-            kgs, rows = [], []
+    be smaller), as ``(key-group runs [(kg, rows)], namespace runs [(namespace, rows)], keys,
+    values)``. Python work per key group and namespace chunk; keys and values are appended
+    by ``list.extend`` (C-level)."""
+    kg_runs: List[Tuple[int, int]] = []
+    ns_runs: List[Tuple[Any, int]] = []
+    keys: List[Any] = []
+    values: List[Any] = []
+    rows = 0
+    for key_group, chunks in key_groups:
+        before = rows
+        for namespace, chunk_keys, chunk_values in chunks:
+            n = len(chunk_keys)
+            if n:
+                keys += chunk_keys
+                values += chunk_values
+                ns_runs.append((namespace, n))
+                rows += n
+        if rows > before:
+            kg_runs.append((key_group, rows - before))
+        if rows >= target_rows:
+            yield kg_runs, ns_runs, keys, values
+            kg_runs, ns_runs, keys, values, rows = [], [], [], [], 0
     if rows:
-        yield first, last, kgs, rows
+        yield kg_runs, ns_runs, keys, values
 
 
 def _keyed_schema(key: ColumnCodec, value: ColumnCodec) -> pa.Schema:
@@ -193,10 +244,16 @@ def _encode(codec: ColumnCodec, values: Sequence[Any], where: str) -> pa.Array:
 
 def write_keyed_state_file(out: Any, identity: FileIdentity, descriptor: StateDescriptor,
                            key_codec: ColumnCodec,
-                           key_groups: Iterable[Tuple[int, Sequence[Tuple[Any, Any, Any]]]],
+                           key_groups: Iterable[Tuple[int, Sequence[NamespaceChunk]]],
                            where: str, row_group_target_rows: int = ROW_GROUP_TARGET_ROWS) -> List[RowGroupSpan]:
-    """Write one state's entries, given as ``(key group, entries)`` in ascending key-group order,
-    to the open binary file ``out``; returns the row groups as ``[first kg, last kg, rows]``.
+    """Write one state's entries, given as ``(key group, namespace chunks)`` in ascending
+    key-group order (:mod:`~rill.state.checkpoint.key_group_views`: a pinned heap table's
+    chunks, or :func:`~rill.state.checkpoint.key_group_views.entry_chunks` of entries), to the
+    open binary file ``out``; returns the row groups as ``[first kg, last kg, rows]``.
+
+    The columns are built per row group from the chunks: keys and values by one codec call
+    each, every other column repeated per key group or namespace run by Arrow / numpy, so
+    the Python work per entry is the codecs' alone.
 
     :param where: the operator and state, for errors.
     :param row_group_target_rows: rows after which a row group is closed at the next key-group
@@ -208,17 +265,17 @@ def write_keyed_state_file(out: Any, identity: FileIdentity, descriptor: StateDe
     schema = _keyed_schema(key_codec, codec)
 
     def tables() -> Iterable[Tuple[int, int, pa.Table]]:
-        for first, last, kgs, rows in _runs_by_key_group(key_groups, row_group_target_rows):
-            n = len(rows)
+        for kg_runs, ns_runs, keys, values in _chunk_runs(key_groups, row_group_target_rows):
+            n = len(keys)
             columns = identity.columns(n) + [
-                ("state_name", pa.array([descriptor.name] * n, pa.string())),
-                ("key_group", pa.array(kgs, pa.int32())),
-                ("key", _encode(key_codec, [e[0] for e in rows], f"{where}, key")),
-                ("namespace", encode_namespaces([e[1] for e in rows])),
-                ("value", _encode(codec, [e[2] for e in rows], f"{where}, value")),
+                ("state_name", _repeat(descriptor.name, pa.string(), n)),
+                ("key_group", _repeat_runs([kg for kg, _ in kg_runs], [c for _, c in kg_runs], pa.int32())),
+                ("key", _encode(key_codec, keys, f"{where}, key")),
+                ("namespace", encode_namespace_runs(ns_runs)),
+                ("value", _encode(codec, values, f"{where}, value")),
                 identity.partition(n),
             ]
-            yield first, last, pa.Table.from_arrays([c for _, c in columns], schema=schema)
+            yield kg_runs[0][0], kg_runs[-1][0], pa.Table.from_arrays([c for _, c in columns], schema=schema)
 
     return _write_row_groups(out, schema, tables())
 
@@ -270,6 +327,32 @@ def read_keyed_state_file(source: Any, descriptor: StateDescriptor, key_codec: C
 _TIME_DOMAINS = ("EVENT_TIME", "PROCESSING_TIME")
 
 
+def _timer_runs(services: Mapping[str, TimerServiceSnapshot], target_rows: int
+                ) -> Iterable[Tuple[List[Tuple[int, int]], List[Tuple[str, str, int]], List[Tuple[int, Any, Any]]]]:
+    """The timers of every service as contiguous runs of whole key groups of at least
+    ``target_rows`` rows: ``(key-group runs [(kg, rows)], label runs [(service, domain,
+    rows)], timers)``; per key group, each service's event-time then processing-time timers."""
+    kg_runs: List[Tuple[int, int]] = []
+    label_runs: List[Tuple[str, str, int]] = []
+    timers: List[Tuple[int, Any, Any]] = []
+    for key_group in sorted({kg for s in services.values() for kg in s.key_groups}):
+        before = len(timers)
+        for name, service in services.items():
+            of_key_group = service.key_groups.get(key_group)
+            if of_key_group is not None:
+                for domain, found in zip(_TIME_DOMAINS, (of_key_group.event_time, of_key_group.processing_time)):
+                    if found:
+                        timers += found
+                        label_runs.append((name, domain, len(found)))
+        if len(timers) > before:
+            kg_runs.append((key_group, len(timers) - before))
+        if len(timers) >= target_rows:
+            yield kg_runs, label_runs, timers
+            kg_runs, label_runs, timers = [], [], []
+    if timers:
+        yield kg_runs, label_runs, timers
+
+
 def write_timers_file(out: Any, identity: FileIdentity, key_codec: ColumnCodec,
                       services: Mapping[str, TimerServiceSnapshot], where: str,
                       row_group_target_rows: int = ROW_GROUP_TARGET_ROWS) -> List[RowGroupSpan]:
@@ -287,31 +370,22 @@ def write_timers_file(out: Any, identity: FileIdentity, key_codec: ColumnCodec,
         pa.field("namespace", NAMESPACE_TYPE),
         pa.field("partition_id", pa.int32(), nullable=False),
     ])
-    all_key_groups = sorted({kg for s in services.values() for kg in s.key_groups})
-
-    def per_key_group() -> Iterable[Tuple[int, List[Tuple[str, str, Tuple[int, Any, Any]]]]]:
-        for kg in all_key_groups:
-            rows = []
-            for name, service in services.items():
-                timers = service.key_groups.get(kg)
-                if timers is not None:
-                    rows.extend((name, "EVENT_TIME", t) for t in timers.event_time)
-                    rows.extend((name, "PROCESSING_TIME", t) for t in timers.processing_time)
-            yield kg, rows
 
     def tables() -> Iterable[Tuple[int, int, pa.Table]]:
-        for first, last, kgs, rows in _runs_by_key_group(per_key_group(), row_group_target_rows):
-            n = len(rows)
+        for kg_runs, label_runs, timers in _timer_runs(services, row_group_target_rows):
+            n = len(timers)
+            timestamps, keys, namespaces = zip(*timers)  # C-level: the three columns of (ts, key, ns)
+            counts = [c for _, _, c in label_runs]
             columns = identity.columns(n) + [
-                ("timer_service", pa.array([r[0] for r in rows], pa.string())),
-                ("time_domain", pa.array([r[1] for r in rows], pa.string())),
-                ("key_group", pa.array(kgs, pa.int32())),
-                ("timestamp", pa.array([r[2][0] for r in rows], pa.int64())),
-                ("key", _encode(key_codec, [r[2][1] for r in rows], f"{where}, timer key")),
-                ("namespace", encode_namespaces([r[2][2] for r in rows])),
+                ("timer_service", _repeat_runs([name for name, _, _ in label_runs], counts, pa.string())),
+                ("time_domain", _repeat_runs([domain for _, domain, _ in label_runs], counts, pa.string())),
+                ("key_group", _repeat_runs([kg for kg, _ in kg_runs], [c for _, c in kg_runs], pa.int32())),
+                ("timestamp", pa.array(timestamps, pa.int64())),
+                ("key", _encode(key_codec, keys, f"{where}, timer key")),
+                ("namespace", encode_namespaces(namespaces)),
                 identity.partition(n),
             ]
-            yield first, last, pa.Table.from_arrays([c for _, c in columns], schema=schema)
+            yield kg_runs[0][0], kg_runs[-1][0], pa.Table.from_arrays([c for _, c in columns], schema=schema)
 
     return _write_row_groups(out, schema, tables())
 
@@ -377,7 +451,7 @@ def write_operator_state_file(out: Any, identity: FileIdentity,
         ("value", pa.array(encode_objects(values), pa.binary())),
         identity.partition(n),
     ]
-    pq.write_table(pa.Table.from_arrays([c for _, c in columns], schema=schema), out, **_WRITE_OPTIONS)
+    pq.write_table(pa.Table.from_arrays([c for _, c in columns], schema=schema), out, **_write_options(schema))
 
 
 def read_operator_state_file(source: Any, modes: Mapping[str, str]) -> Dict[str, Tuple[str, Tuple[Any, ...]]]:
@@ -430,7 +504,7 @@ def write_channel_state_file(out: Any, identity: FileIdentity, state: ChannelSta
         ("data", pa.array(data, pa.binary())),
         identity.partition(n),
     ]
-    pq.write_table(pa.Table.from_arrays([c for _, c in columns], schema=schema), out, **_WRITE_OPTIONS)
+    pq.write_table(pa.Table.from_arrays([c for _, c in columns], schema=schema), out, **_write_options(schema))
 
 
 def read_channel_state_file(source: Any) -> ChannelStateSnapshot:

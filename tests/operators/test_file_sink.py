@@ -96,6 +96,31 @@ def test_commit_on_complete_nothing_on_abort(tmp_path):
     assert _lines(tmp_path) == ["a1", "a2", "b", "c"]
 
 
+@pytest.mark.parametrize("rolls", [True, False])
+def test_files_are_closed_or_persisted_before_the_barrier(tmp_path, rolls):
+    """Flink's SinkWriterOperator closes (or persists) its parts in prepareSnapshotPreBarrier:
+    the blocking I/O is done before the barrier, and snapshot_state records what it left."""
+    sink = _sink(tmp_path, None if rolls else RollingPolicy.default_rolling_policy(part_size=1 << 20))
+    h = _harness(sink)
+    h.process_batch(["a1", "a2"])
+    [part] = _hidden(tmp_path)
+    assert os.path.getsize(tmp_path / part) == 0  # still in the writer's buffer
+    h.operator.prepare_snapshot_pre_barrier(1)
+    assert os.path.getsize(tmp_path / part) == len("a1\na2\n")  # closed (rolled) or persisted
+    snap = h.operator.snapshot_state(1, 0)
+    [(subtask, counter, in_progress)] = snap[WRITER_STATE_NAME][1]
+    [committables] = [snap[COMMITTER_STATE_NAME][1]]
+    if rolls:
+        assert (counter, in_progress) == (1, ())
+        assert committables == [(0, 1, part, f"part-{sink.run_id}-0-0.txt")]
+    else:
+        assert (counter, in_progress) == (1, (("", part, f"part-{sink.run_id}-0-0.txt", 6),))
+        assert committables == []
+    h.operator.notify_checkpoint_complete(1)
+    assert _lines(tmp_path) == (["a1", "a2"] if rolls else [])
+    h.close()
+
+
 @pytest.mark.parametrize("notified_before_crash", [False, True])
 def test_crash_between_snapshot_and_notify_then_restore(tmp_path, notified_before_crash):
     sink = _sink(tmp_path)
