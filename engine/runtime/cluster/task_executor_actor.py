@@ -1,6 +1,7 @@
 """``TaskExecutorActor``: offers slots to the ResourceManager, sends heartbeats, and starts one
 StreamTask actor (its own process) per task deployed into its slots (Flink's
-``TaskExecutor`` as an RPC endpoint).
+``TaskExecutor`` as an RPC endpoint). A process the JobMaster reuses for a task of its job's
+next attempt reports ready again, and is filed here under that attempt.
 
 It watches the JobMasters of the tasks it runs as Flink's TaskExecutor does: a JobMaster sends
 ``JobMasterHeartbeat`` every ``heartbeat.interval`` ms (answered with ``JobMasterHeartbeatAck``);
@@ -16,6 +17,7 @@ unanswered for ``heartbeat.timeout`` ms -- a new ResourceManager creates a new o
 from __future__ import annotations
 
 import collections
+import dataclasses
 import logging
 import os
 import time
@@ -89,6 +91,11 @@ class TaskExecutorActor(Actor):
                 if start.attempt_id == msg.attempt_id:
                     del self.tasks[key]
                     self.tasks[str(sender)] = (sender, start)
+                    return
+            entry = self.tasks.get(str(sender))
+            if entry is not None:  # a process its JobMaster reused for a new attempt of the job
+                self.tasks[str(sender)] = (sender, dataclasses.replace(entry[1], attempt_id=msg.attempt_id,
+                                                                       task_name=msg.task_name))
         elif isinstance(msg, m.ReleaseJobTasks):
             # the job's slots are free: none of its task processes may run on (those whose
             # JobMaster exited before they reported ready were never told to exit)
@@ -154,10 +161,21 @@ class TaskExecutorActor(Actor):
 
 def _preload() -> None:
     """Import the task runtime once here: task processes fork from this one and start without
-    paying for the imports again."""
+    paying for the imports again.
+
+    That includes what pyarrow imports on its first conversion of Python objects
+    (``pyarrow.array``): pandas, when installed, ~0.7 s of CPU on a quiet machine and 1.7 s under
+    load. Every task that writes a checkpoint or restores one converts, so each new task
+    process paid it in the middle of its restore: the 17 of the main job at p=2, all at once
+    on 2 cores, held the restarted window task 7-18 s after every task was RUNNING (the
+    cluster-only gap of issue 11; the embedded mode imports it once per process).
+    """
+    import pyarrow  # noqa: PLC0415
+
     import rill.datastream  # noqa: F401, PLC0415
     import rill.network.netty.connection_manager  # noqa: F401, PLC0415
     import rill.operators.collect_sink  # noqa: F401, PLC0415
     import rill.runtime.cluster.stream_task_actor  # noqa: F401, PLC0415
     import rill.runtime.taskmanager.network_environment  # noqa: F401, PLC0415
     import rill.runtime.taskmanager.task  # noqa: F401, PLC0415
+    pyarrow.array([])  # its lazy pandas import, here once (see above)
