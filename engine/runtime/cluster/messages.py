@@ -407,6 +407,23 @@ class ReleaseJobTasks:
 
 
 @dataclass(frozen=True)
+class PoolTaskProcess:
+    """TaskExecutor → a StreamTask actor it started ahead of any deployment: wait in the pool
+    (answered with ``TaskProcessPooled`` carrying the same ``token``; the address ``createActor``
+    returned is not the one the process answers from)."""
+
+    token: int
+
+
+@dataclass(frozen=True)
+class TaskProcessPooled:
+    """StreamTask → its TaskExecutor: ready in the pool (process ``pid``)."""
+
+    token: int
+    pid: int
+
+
+@dataclass(frozen=True)
 class StartTaskProcess:
     """TaskExecutor → its new StreamTask actor."""
 

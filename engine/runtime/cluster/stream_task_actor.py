@@ -8,7 +8,9 @@ messages reach the task as calls the task's mailbox expects from other threads
 through an outbox that wakes the actor through a socket pair it watches (``ThespianWatch``),
 because a Thespian actor must only send from its own thread.
 
-Life: ``StartTaskProcess`` (start the network stack, report the data address) →
+Life: ``PoolTaskProcess`` when its TaskExecutor starts it ahead of a deployment (it waits in the
+pool, named ``rill-pooled``, watching its parent) → ``StartTaskProcess`` (named ``rill-task``
+from then on; start the network stack, report the data address) →
 ``DeployTask`` (descriptor with partition locations, put together from its per-subtask, task
 and job parts; the job's configuration sizes the network buffers: create partitions and
 gates, start the task thread) → state updates and metrics every ``METRICS_INTERVAL`` →
@@ -41,6 +43,7 @@ from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, answer_in_task
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.process_name import POOLED, TASK, set_process_name
 
 __all__ = ["StreamTaskActor", "RemoteSourceCoordinator", "ActorCheckpointResponder"]
 
@@ -190,6 +193,7 @@ class StreamTaskActor(Actor):
         self.resource_id = "?"
         self.task_executor = None
         self.data_address = None
+        self.ticking = False  # the wake-ups (parent watch, metrics) run
         self.watch = ParentWatch()
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
@@ -208,6 +212,10 @@ class StreamTaskActor(Actor):
     def _handle(self, msg, sender) -> None:
         if isinstance(msg, WatchMessage):
             self._flush_outbox()
+        elif isinstance(msg, m.PoolTaskProcess):
+            set_process_name(POOLED)
+            self._tick_from_now()  # a pooled process exits with its TaskExecutor too
+            self.send(sender, m.TaskProcessPooled(msg.token, os.getpid()))
         elif isinstance(msg, m.StartTaskProcess):
             self._start_process(msg, sender)
         elif isinstance(msg, m.DeployTask):
@@ -260,17 +268,23 @@ class StreamTaskActor(Actor):
         # the data plane logs refused connections from its IO thread, and the task logs its state
         # changes from its own thread; neither may send through this actor's transport
         # (Thespian's log forwarding does): straight to the file
+        set_process_name(TASK)
         log_to_cluster_file("rill.network.netty", "rill.runtime.taskmanager.task", level=cluster_log_level())
         self.attempt_id = msg.attempt_id
         self.job_master = msg.job_master
         self.task_executor = task_executor
         self.task_name, self.resource_id = msg.task_name, msg.resource_id
-        self.wakeupAfter(METRICS_INTERVAL)  # metrics once deployed; the parent watch from now on
+        self._tick_from_now()  # metrics once deployed; the parent watch from now on
         self.partition_manager = ResultPartitionManager()
         self.connection_manager = NettyConnectionManager(msg.netty_config, self.partition_manager,
                                                          name=f"task-{msg.attempt_id[:8]}")
         self.data_address = tuple(self.connection_manager.start())
         self._report_ready()
+
+    def _tick_from_now(self) -> None:
+        if not self.ticking:
+            self.ticking = True
+            self.wakeupAfter(METRICS_INTERVAL)
 
     def _report_ready(self) -> None:
         ready = m.TaskProcessReady(self.attempt_id, self.data_address, os.getpid(), self.task_name)
@@ -380,6 +394,11 @@ class StreamTaskActor(Actor):
 
     def _orphaned(self) -> None:
         """The TaskExecutor's process exited: fail this task with that cause and exit."""
+        if self.job_master is None:  # pooled, never given a task: nobody to tell
+            log.info("pooled task process %d: its TaskExecutor (pid %d) exited", os.getpid(), self.watch.parent_pid)
+            self._release()
+            self.send(self.myAddress, ActorExitRequest())
+            return
         cause = (f"the TaskExecutor {self.resource_id} (pid {self.watch.parent_pid}) of task {self.task_name} "
                  "exited")
         log.error("task %s: %s", self.attempt_id, cause)

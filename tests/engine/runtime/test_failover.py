@@ -175,9 +175,16 @@ def task_pids(log_file: Path, job_id: str) -> dict:
 def test_a_restart_reuses_the_processes_of_the_tasks_that_survived(local_cluster, tmp_path):
     """Flink keeps its TaskManagers across attempts; Rill keeps the task processes: after the
     held task's process is killed, every other task of attempt 1 runs in a process of attempt
-    0 (on the same TaskExecutor, since the slots stay), and only the killed one is replaced."""
+    0 (on the same TaskExecutor, since the slots stay), and only the killed one is replaced, by
+    a process its TaskExecutor had ready in its pool (taskmanager.python.task-process-pool.size,
+    1 by default); the pools are full again after the job, and hold nothing else."""
     c = local_cluster(2, 2)
+    tes = list(c.task_executor_pids().values())
     client, out, release, holder = held_job(c, tmp_path)
+    # the replacement is taken from the pool of the held task's TaskExecutor (refilled since)
+    hosting = [te for te in tes if holder in c.task_processes([te])]
+    wait_for(lambda: len(c.pooled_processes(hosting[0])) == c.pool_size, "the pool to be refilled")
+    pooled = c.pooled_processes(hosting[0])
     os.kill(holder, signal.SIGKILL)
     release.touch()
     client.get_job_execution_result().result(timeout=TIMEOUT_S)
@@ -187,8 +194,10 @@ def test_a_restart_reuses_the_processes_of_the_tasks_that_survived(local_cluster
     assert holder in pids[0].values() and holder not in pids[1].values()
     new = set(pids[1].values()) - set(pids[0].values())
     assert len(new) == 1, f"attempt 0: {pids[0]}, attempt 1: {pids[1]}"
+    assert new <= pooled, f"the new process {new} was not one of the pooled {pooled}"
     assert len(set(pids[1].values())) == len(pids[1])  # still a process per task
-    c.wait_no_task_processes()
+    c.wait_no_task_processes(task_executor_pids=tes)
+    wait_for(lambda: all(len(c.pooled_processes(te)) == c.pool_size for te in tes), "the pools to be full")
 
 
 def test_a_killed_task_executor_is_recovered(local_cluster, tmp_path):
