@@ -37,6 +37,7 @@ from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMes
 from rill.common.configuration import ConfigOptions, load_configuration
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.preload import preload_pyarrow_conversions
 
 __all__ = ["TaskExecutorActor"]
 
@@ -218,21 +219,12 @@ def _stream_task_actor():
 
 def _preload() -> None:
     """Import the task runtime once here: task processes fork from this one and start without
-    paying for the imports again.
-
-    That includes what pyarrow imports on its first conversion of Python objects
-    (``pyarrow.array``): pandas, when installed, ~0.7 s of CPU on a quiet machine and 1.7 s under
-    load. Every task that writes a checkpoint or restores one converts, so each new task
-    process paid it in the middle of its restore: the 17 of the main job at p=2, all at once
-    on 2 cores, held the restarted window task 7-18 s after every task was RUNNING (the
-    cluster-only gap of issue 11; the embedded mode imports it once per process).
-    """
-    import pyarrow  # noqa: PLC0415
-
+    paying for the imports again, pyarrow's lazy ones included (see
+    :mod:`~rill.runtime.cluster.preload`)."""
     import rill.datastream  # noqa: F401, PLC0415
     import rill.network.netty.connection_manager  # noqa: F401, PLC0415
     import rill.operators.collect_sink  # noqa: F401, PLC0415
     import rill.runtime.cluster.stream_task_actor  # noqa: F401, PLC0415
     import rill.runtime.taskmanager.network_environment  # noqa: F401, PLC0415
     import rill.runtime.taskmanager.task  # noqa: F401, PLC0415
-    pyarrow.array([])  # its lazy pandas import, here once (see above)
+    preload_pyarrow_conversions()
