@@ -498,6 +498,7 @@ class JobMasterActor(Actor):
         """A process per task of the JobMaster's current attempt, in its slot: an idle one of the
         previous attempt on the slot's TaskExecutor if there is one, else a new one."""
         self._send_report()  # RUNNING now: a job may end before the next report tick
+        reused = 0
         for task in self.jm.tasks:
             old = self.deployer.take_idle(task.slot.resource_id)
             if old is None:
@@ -506,6 +507,9 @@ class JobMasterActor(Actor):
             tdd = task.tdd
             self.deployer.handed_over[old.tdd.attempt_id] = tdd.attempt_id
             self.send(old.actor, m.ReuseTaskProcess(old.tdd.attempt_id, tdd.attempt_id, tdd.task_name_with_subtasks))
+            reused += 1
+        log.debug("JobMaster %s: %d task(s): %d process(es) reused, %d asked of the TaskExecutors", self.job_id,
+                  len(self.jm.tasks), reused, len(self.jm.tasks) - reused)
 
     def _start_task_process(self, task: RemoteTask) -> None:
         tdd = task.tdd
@@ -530,6 +534,7 @@ class JobMasterActor(Actor):
         self.deployed = True
         if self.jm.result_future.done():
             return
+        log.debug("JobMaster %s: every task process is ready: deploying", self.job_id)
         sub = self.submission
         job_information = cloudpickle.dumps(JobInformation(self.job_id, sub.job_name, sub.configuration,
                                                            dict(sub.job_parameters), sub.working_directory))
@@ -612,6 +617,7 @@ class JobMasterActor(Actor):
 
     def _redeploy(self) -> None:
         """The JobMaster's new attempt: its tasks, then a process for each."""
+        log.debug("JobMaster %s: restarting: restoring the new attempt's tasks", self.job_id)
         self.deployed = False
         self.jm.restart_tasks()
         if not self.jm.result_future.done():
