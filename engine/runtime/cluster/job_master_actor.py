@@ -417,12 +417,16 @@ class JobMasterActor(Actor):
                 self.deployer.drop_idle(msg.resource_id)
             lost = [t for t in self.deployer.tasks.values() if t.slot.resource_id == msg.resource_id] \
                 if self.deployer else []
+            for t in lost:  # their processes exit with their TaskExecutor: none is reused
+                t.process_lost = True
             self._fail_tasks(lost, msg.cause)
         elif isinstance(msg, m.ResourceManagerLost):
             # its TaskExecutors exit with it, and every task with them: none would confirm a cancel
             self.resource_manager = msg.resource_manager
             if self.deployer is not None:
                 self.deployer.drop_idle()
+                for t in self.deployer.tasks.values():
+                    t.process_lost = True
             self._fail_tasks(list(self.deployer.tasks.values()) if self.deployer else [], msg.cause,
                              ControlProcessLostException)
         elif isinstance(msg, WakeupMessage) and msg.payload == _RESTART:
