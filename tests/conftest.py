@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from rill.runtime.cluster.process_name import POOLED, process_name
+
 RILL = str(Path(sys.executable).parent / "rill")
 
 
@@ -136,20 +138,39 @@ class LocalCluster:
                 pids[parts[0]] = int(parts[parts.index("pid") + 1])
         return pids
 
+    @property
+    def pool_size(self) -> int:
+        """Each TaskExecutor's ``taskmanager.python.task-process-pool.size``."""
+        from rill.common.configuration import ConfigOptions  # noqa: PLC0415 - see env()
+        option = ConfigOptions.TASK_PROCESS_POOL_SIZE
+        return int(self.env.get(option.env_var, option.default))
+
     def task_processes(self, task_executor_pids=None) -> set:
-        """Live processes under the TaskExecutors (one per deployed task); ``task_executor_pids``
-        saves asking the cluster for them (a CLI call) when they are known."""
+        """Live processes under the TaskExecutors that run or ran a task of a job (one per
+        deployed task), not those waiting in a TaskExecutor's pool, never used by a job
+        (named ``rill-pooled``: :mod:`rill.runtime.cluster.process_name`);
+        ``task_executor_pids`` saves asking the cluster for them (a CLI call) when they are
+        known."""
         out = set()
         for pid in task_executor_pids or self.task_executor_pids().values():
-            out |= {p for p in _descendants(pid) if _alive(p)}
+            out |= {p for p in _descendants(pid) if _alive(p) and process_name(p) != POOLED}
         return out
 
+    def pooled_processes(self, task_executor_pid: int) -> set:
+        """The live processes in the pool of the TaskExecutor ``task_executor_pid``."""
+        return {p for p in _descendants(task_executor_pid) if _alive(p) and process_name(p) == POOLED}
+
     def wait_no_task_processes(self, timeout_s: float = 15.0, task_executor_pids=None) -> None:
-        """Every task process of finished jobs exits (nothing is left after a job)."""
+        """Every task process of finished jobs exits (nothing is left after a job but each
+        TaskExecutor's pool, at most ``pool_size`` processes that never ran a task)."""
+        tes = list(task_executor_pids or self.task_executor_pids().values())
         deadline = time.monotonic() + timeout_s
-        while (left := self.task_processes(task_executor_pids)) and time.monotonic() < deadline:
+        while (left := self.task_processes(tes)) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not left, f"task processes left after the job ended: {sorted(left)}"
+        for te in tes:
+            pooled = self.pooled_processes(te)
+            assert len(pooled) <= self.pool_size, f"TaskExecutor {te} pools {sorted(pooled)}, more than {self.pool_size}"
 
     def stop(self) -> None:
         self.remember_processes_silently()

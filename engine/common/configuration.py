@@ -102,6 +102,12 @@ class ConfigOptions:
         "CPython garbage-collector thresholds (gc.set_threshold: generation 0[,1[,2]]) of every "
         "task process on a cluster, or 'default' for CPython's 700,10,10 (Rill; what JVM GC "
         "options are to a Flink TaskManager). The embedded mode leaves the caller's collector alone.")
+    TASK_PROCESS_POOL_SIZE = ConfigOption(
+        "taskmanager.python.task-process-pool.size", 1,
+        "Task processes each TaskExecutor of a cluster keeps started and ready, never used by a "
+        "job, so that a deployment or a restart takes one instead of waiting for a new process "
+        "(refilled in the background; 0: none). Rill's stand-in for Flink running a task as a "
+        "thread of a TaskManager that is already up; read by the TaskExecutor when it starts.")
     HEARTBEAT_INTERVAL = ConfigOption("heartbeat.interval", 1000, "ms between TaskExecutor heartbeats.")
     HEARTBEAT_TIMEOUT = ConfigOption(
         "heartbeat.timeout", 50000, "ms without a heartbeat after which a TaskExecutor is lost.")

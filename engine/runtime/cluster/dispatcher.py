@@ -36,6 +36,7 @@ from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMes
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, route_in_dispatcher
 from rill.runtime.cluster.job_master_actor import JobMasterActor
+from rill.runtime.cluster.preload import preload_pyarrow_conversions
 from rill.runtime.cluster.liveness import SHUTDOWN_GRACE_S, ParentWatch, kill_cluster_process_group
 from rill.runtime.errors import JobExecutionException
 
@@ -88,6 +89,7 @@ class DispatcherActor(Actor):
             self.started = time.monotonic()
             import rill.datastream  # noqa: F401, PLC0415 - JobMasters fork from here with it loaded
             import rill.runtime.jobmaster.job_master  # noqa: F401, PLC0415
+            preload_pyarrow_conversions()  # a JobMaster restoring its sources' enumerators reads Parquet
             self.send(sender, m.ControlActorStarted("Dispatcher", os.getpid()))
             self.wakeupAfter(TICK)
         elif isinstance(msg, WakeupMessage):

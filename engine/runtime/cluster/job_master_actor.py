@@ -9,7 +9,10 @@ rules -- with a :class:`ClusterDeployer` in place of the in-process TaskExecutor
 Deployment in two steps, because each task's process must be running before its consumers can
 be told where to read: slots from the ResourceManager → ``StartTask`` to each slot's
 TaskExecutor → every StreamTask reports its data address (``TaskProcessReady``) → each gets
-its descriptor with the location of every partition it reads (``DeployTask``). The descriptor
+its descriptor with the location of every partition it reads (``DeployTask``). At a restart,
+the processes of the failed attempt's tasks that are still alive are reused for the new attempt
+on the same TaskExecutor (``ReuseTaskProcess``, answered with ``TaskProcessReady``); only the
+tasks left without one (a killed process, a lost TaskExecutor) get a new process. The descriptor
 travels as Flink ships it: the job's and each vertex's shared parts serialized once
 (``JobInformation``, ``TaskInformation``, which holds only that vertex's operators), and a
 small per-subtask rest.
@@ -19,8 +22,8 @@ actor supplies what needs the cluster. The backoff is a wake-up message; a TaskE
 with the failure (its process killed) leaves its slots lost, and the restart first asks the
 ResourceManager for as many new ones (the one the ResourceManager starts in its place, or
 free slots elsewhere), retrying until ``slot.request.timeout``; then every task of the new
-attempt gets a process and its descriptor as on the first deployment. The old attempt's
-processes are asked to exit once all its tasks are terminal.
+attempt gets a process (a reused one where it can) and its descriptor as on the first
+deployment. The processes of the job are asked to exit when the job ends.
 """
 
 from __future__ import annotations
@@ -118,7 +121,8 @@ class RemoteTask:
         self.pid = None
         self.network_memory = None  # (available, total) segments of its process, as last reported
         self.cancel_requested = False
-        self.released = False  # the job is over for this task: its process is asked to exit
+        self.released = False  # the JobMaster is done with this task: its process exits or is reused
+        self.process_lost = False  # its process exited (TaskProcessFailed): nothing to reuse
         self._timeline_stopped: Optional[concurrent.futures.Future] = None  # until its process answers
 
     @property
@@ -212,6 +216,11 @@ class ClusterDeployer:
         self.num_slots = len(slots)
         self._send = send
         self.tasks: Dict[str, RemoteTask] = {}
+        #: released tasks whose process is alive and may run a task of the next attempt, by the
+        #: resource id of their TaskExecutor
+        self.idle: Dict[str, List[RemoteTask]] = {}
+        #: attempt id of a released task → attempt id of the task its process was handed to
+        self.handed_over: Dict[str, str] = {}
 
     def submit_task(self, tdd, coordinators, listener, checkpoint_responder=None) -> RemoteTask:
         """A handle on a task to deploy; the task process acknowledges checkpoints with
@@ -221,14 +230,51 @@ class ClusterDeployer:
         return task
 
     def release_tasks(self, tasks: List[RemoteTask]) -> None:
-        """The JobMaster is done with these tasks: ask each process that reported ready to exit
-        (it releases its partitions and network stack); one that reports later is asked then."""
+        """The JobMaster is done with these (terminal) tasks: the process of each that reported
+        ready and still runs waits for a task of the next attempt (:meth:`take_idle`) until
+        :meth:`stop_idle`; one that reports later is asked to exit then."""
         for task in tasks:
             if task.released:
                 continue
             task.released = True
-            if task.actor is not None:
+            if task.actor is None:
+                continue
+            if task.process_lost or not task.execution_state.is_terminal():
                 self._send(task.actor, ActorExitRequest())
+            else:
+                self.idle.setdefault(task.slot.resource_id, []).append(task)
+
+    def take_idle(self, resource_id: str) -> Optional[RemoteTask]:
+        """A released task whose process on TaskExecutor ``resource_id`` can be reused, or None."""
+        idle = self.idle.get(resource_id)
+        return idle.pop() if idle else None
+
+    def current_attempt(self, attempt_id: str) -> str:
+        """The attempt the process that ran ``attempt_id`` runs now (it may have been reused)."""
+        while attempt_id in self.handed_over:
+            attempt_id = self.handed_over[attempt_id]
+        return attempt_id
+
+    def forget_process(self, task: RemoteTask) -> None:
+        """``task``'s process exited: it is not reused."""
+        task.process_lost = True
+        idle = self.idle.get(task.slot.resource_id, [])
+        if task in idle:
+            idle.remove(task)
+
+    def drop_idle(self, resource_id: Optional[str] = None) -> None:
+        """Forget the idle processes on ``resource_id`` (all when None): their TaskExecutor is
+        gone, and they with it."""
+        for rid in list(self.idle) if resource_id is None else [resource_id]:
+            for task in self.idle.pop(rid, []):
+                task.process_lost = True
+
+    def stop_idle(self) -> None:
+        """The job is over: every idle process is asked to exit."""
+        for tasks in self.idle.values():
+            for task in tasks:
+                self._send(task.actor, ActorExitRequest())
+        self.idle.clear()
 
 
 class ActorCheckpointTimer(CheckpointTimer):
@@ -327,7 +373,10 @@ class JobMasterActor(Actor):
             self._maybe_deploy_tasks()
         elif isinstance(msg, m.TaskProcessFailed):
             if self.deployer is not None:
-                task = self.deployer.tasks.get(msg.attempt_id)
+                # a reused process is known to its TaskExecutor by the attempt it last reported
+                task = self.deployer.tasks.get(self.deployer.current_attempt(msg.attempt_id))
+                if task is not None:
+                    self.deployer.forget_process(task)
                 self._fail_tasks([task] if task else [], msg.message, RemoteTaskException)
         elif isinstance(msg, m.TaskExecutionStateUpdate):
             task = self._task(msg.attempt_id)
@@ -364,12 +413,20 @@ class JobMasterActor(Actor):
             self.unanswered_heartbeats.discard(msg.resource_id)
         elif isinstance(msg, m.TaskExecutorLost):
             self.lost_resources.add(msg.resource_id)
+            if self.deployer is not None:
+                self.deployer.drop_idle(msg.resource_id)
             lost = [t for t in self.deployer.tasks.values() if t.slot.resource_id == msg.resource_id] \
                 if self.deployer else []
+            for t in lost:  # their processes exit with their TaskExecutor: none is reused
+                t.process_lost = True
             self._fail_tasks(lost, msg.cause)
         elif isinstance(msg, m.ResourceManagerLost):
             # its TaskExecutors exit with it, and every task with them: none would confirm a cancel
             self.resource_manager = msg.resource_manager
+            if self.deployer is not None:
+                self.deployer.drop_idle()
+                for t in self.deployer.tasks.values():
+                    t.process_lost = True
             self._fail_tasks(list(self.deployer.tasks.values()) if self.deployer else [], msg.cause,
                              ControlProcessLostException)
         elif isinstance(msg, WakeupMessage) and msg.payload == _RESTART:
@@ -384,6 +441,8 @@ class JobMasterActor(Actor):
             self._report()
         elif isinstance(msg, ActorExitRequest):
             self._release_tasks()
+        elif isinstance(msg, PoisonMessage) and isinstance(msg.poisonMessage, m.ReuseTaskProcess):
+            self._reuse_failed(msg.poisonMessage)
         elif isinstance(msg, PoisonMessage):
             log.warning("JobMaster %s: undeliverable %r", self.job_id, msg.poisonMessage)
 
@@ -440,12 +499,36 @@ class JobMasterActor(Actor):
         self._start_task_processes()
 
     def _start_task_processes(self) -> None:
-        """A process per task of the JobMaster's current attempt, in its slot."""
+        """A process per task of the JobMaster's current attempt, in its slot: an idle one of the
+        previous attempt on the slot's TaskExecutor if there is one, else a new one."""
         self._send_report()  # RUNNING now: a job may end before the next report tick
+        reused = 0
         for task in self.jm.tasks:
+            old = self.deployer.take_idle(task.slot.resource_id)
+            if old is None:
+                self._start_task_process(task)
+                continue
             tdd = task.tdd
-            self.send(task.slot.task_executor, m.StartTask(self.job_id, tdd.attempt_id, tdd.task_name_with_subtasks,
-                                                           task.slot.slot_number, self.myAddress, self.netty_config))
+            self.deployer.handed_over[old.tdd.attempt_id] = tdd.attempt_id
+            self.send(old.actor, m.ReuseTaskProcess(old.tdd.attempt_id, tdd.attempt_id, tdd.task_name_with_subtasks))
+            reused += 1
+        log.debug("JobMaster %s: %d task(s): %d process(es) reused, %d asked of the TaskExecutors", self.job_id,
+                  len(self.jm.tasks), reused, len(self.jm.tasks) - reused)
+
+    def _start_task_process(self, task: RemoteTask) -> None:
+        tdd = task.tdd
+        self.send(task.slot.task_executor, m.StartTask(self.job_id, tdd.attempt_id, tdd.task_name_with_subtasks,
+                                                       task.slot.slot_number, self.myAddress, self.netty_config))
+
+    def _reuse_failed(self, msg: m.ReuseTaskProcess) -> None:
+        """The process to reuse was gone before the message reached it: a new one instead."""
+        self.deployer.handed_over.pop(msg.old_attempt_id, None)
+        old = self.deployer.tasks.get(msg.old_attempt_id)
+        if old is not None:
+            old.process_lost = True
+        task = self.deployer.tasks.get(msg.attempt_id)
+        if task is not None and task.actor is None and not task.released:
+            self._start_task_process(task)
 
     def _maybe_deploy_tasks(self) -> None:
         tasks = self.deployer.tasks  # every attempt's, by attempt id
@@ -455,6 +538,7 @@ class JobMasterActor(Actor):
         self.deployed = True
         if self.jm.result_future.done():
             return
+        log.debug("JobMaster %s: every task process is ready: deploying", self.job_id)
         sub = self.submission
         job_information = cloudpickle.dumps(JobInformation(self.job_id, sub.job_name, sub.configuration,
                                                            dict(sub.job_parameters), sub.working_directory))
@@ -537,6 +621,7 @@ class JobMasterActor(Actor):
 
     def _redeploy(self) -> None:
         """The JobMaster's new attempt: its tasks, then a process for each."""
+        log.debug("JobMaster %s: restarting: restoring the new attempt's tasks", self.job_id)
         self.deployed = False
         self.jm.restart_tasks()
         if not self.jm.result_future.done():
@@ -669,6 +754,7 @@ class JobMasterActor(Actor):
         sent when the job's slots are freed, stops them at their TaskExecutor."""
         if self.deployer is not None:
             self.deployer.release_tasks(list(self.deployer.tasks.values()))
+            self.deployer.stop_idle()
 
     def _report(self) -> None:
         """Send the report and, until it is the final one, schedule the next."""

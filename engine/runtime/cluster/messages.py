@@ -407,6 +407,23 @@ class ReleaseJobTasks:
 
 
 @dataclass(frozen=True)
+class PoolTaskProcess:
+    """TaskExecutor → a StreamTask actor it started ahead of any deployment: wait in the pool
+    (answered with ``TaskProcessPooled`` carrying the same ``token``; the address ``createActor``
+    returned is not the one the process answers from)."""
+
+    token: int
+
+
+@dataclass(frozen=True)
+class TaskProcessPooled:
+    """StreamTask → its TaskExecutor: ready in the pool (process ``pid``)."""
+
+    token: int
+    pid: int
+
+
+@dataclass(frozen=True)
 class StartTaskProcess:
     """TaskExecutor → its new StreamTask actor."""
 
@@ -420,11 +437,28 @@ class StartTaskProcess:
 
 @dataclass(frozen=True)
 class TaskProcessReady:
-    """StreamTask → JobMaster: the process runs and serves its partitions at ``data_address``."""
+    """StreamTask → JobMaster and its TaskExecutor: the process runs attempt ``attempt_id``
+    (task ``task_name``) and serves its partitions at ``data_address``. The TaskExecutor files a
+    reused process (``ReuseTaskProcess``) under its new attempt."""
 
     attempt_id: str
     data_address: Tuple[str, int]
     pid: int
+    task_name: str = "?"
+
+
+@dataclass(frozen=True)
+class ReuseTaskProcess:
+    """JobMaster → the StreamTask process of one of its job's terminal tasks, at a restart: drop
+    the old task (its thread ended, its partitions released) and run attempt ``attempt_id`` of
+    ``task_name`` next, keeping the process and its data plane (address, secret, settings: the
+    job's, unchanged). Answered with ``TaskProcessReady`` as a new process is. A process only
+    ever serves one job: it is reused across the attempts of that job, never for another.
+    (Flink keeps its TaskManagers across attempts; Rill's task processes are the stand-in.)"""
+
+    old_attempt_id: str
+    attempt_id: str
+    task_name: str
 
 
 @dataclass(frozen=True)

@@ -8,12 +8,17 @@ messages reach the task as calls the task's mailbox expects from other threads
 through an outbox that wakes the actor through a socket pair it watches (``ThespianWatch``),
 because a Thespian actor must only send from its own thread.
 
-Life: ``StartTaskProcess`` (start the network stack, report the data address) →
+Life: ``PoolTaskProcess`` when its TaskExecutor starts it ahead of a deployment (it waits in the
+pool, named ``rill-pooled``, watching its parent) → ``StartTaskProcess`` (named ``rill-task``
+from then on; start the network stack, report the data address) →
 ``DeployTask`` (descriptor with partition locations, put together from its per-subtask, task
 and job parts; the job's configuration sizes the network buffers: create partitions and
 gates, start the task thread) → state updates and metrics every ``METRICS_INTERVAL`` →
 ``ActorExitRequest`` from the JobMaster when the job is over (cancel if still running, release
-partitions, stop the network stack, exit). When its TaskExecutor's process is gone, the task
+partitions, stop the network stack, exit). At a restart of the job the JobMaster reuses the
+process for a task of the new attempt (``ReuseTaskProcess``: the old task, already terminal, is
+dropped and its partitions released; the data plane stays, and the process reports ready again)
+instead of waiting for a new process per task, as Flink keeps its TaskManagers across attempts. When its TaskExecutor's process is gone, the task
 tells the JobMaster so (``TaskProcessFailed``) and exits the same way: no task process outlives
 the TaskExecutor that started it (see :mod:`~rill.runtime.cluster.liveness`).
 """
@@ -38,6 +43,7 @@ from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.kv_state import KvStateRequest, answer_in_task
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.process_name import POOLED, TASK, set_process_name
 
 __all__ = ["StreamTaskActor", "RemoteSourceCoordinator", "ActorCheckpointResponder"]
 
@@ -185,6 +191,9 @@ class StreamTaskActor(Actor):
         self.released = False
         self.task_name = "?"
         self.resource_id = "?"
+        self.task_executor = None
+        self.data_address = None
+        self.ticking = False  # the wake-ups (parent watch, metrics) run
         self.watch = ParentWatch()
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
@@ -203,10 +212,16 @@ class StreamTaskActor(Actor):
     def _handle(self, msg, sender) -> None:
         if isinstance(msg, WatchMessage):
             self._flush_outbox()
+        elif isinstance(msg, m.PoolTaskProcess):
+            set_process_name(POOLED)
+            self._tick_from_now()  # a pooled process exits with its TaskExecutor too
+            self.send(sender, m.TaskProcessPooled(msg.token, os.getpid()))
         elif isinstance(msg, m.StartTaskProcess):
             self._start_process(msg, sender)
         elif isinstance(msg, m.DeployTask):
             self._deploy(msg)
+        elif isinstance(msg, m.ReuseTaskProcess):
+            self._reuse(msg)
         elif isinstance(msg, (m.SplitResponse, m.WatermarkAlignmentEvent)):
             for c in self.coordinators.values():
                 if c.complete(msg):
@@ -214,20 +229,20 @@ class StreamTaskActor(Actor):
         elif isinstance(msg, KvStateRequest):
             answer_in_task(self.task, msg, self.outbox.post)
         elif isinstance(msg, m.CancelTask):
-            if self.task is not None:
+            if self._runs(msg.attempt_id):
                 self.task.cancel_execution()
         elif isinstance(msg, m.TriggerCheckpoint):
             self._trigger_checkpoint(msg)
         elif isinstance(msg, m.StartChannelTimeline):
-            if self.task is not None:
+            if self._runs(msg.attempt_id):
                 self.task.start_channel_timeline(msg.settings)
         elif isinstance(msg, m.StopChannelTimeline):
             self._stop_channel_timeline(sender)
         elif isinstance(msg, m.NotifyCheckpointComplete):
-            if self.task is not None:
+            if self._runs(msg.attempt_id):
                 self.task.notify_checkpoint_complete(msg.checkpoint_id)
         elif isinstance(msg, m.NotifyCheckpointAborted):
-            if self.task is not None:
+            if self._runs(msg.attempt_id):
                 self.task.notify_checkpoint_aborted(msg.checkpoint_id)
         elif isinstance(msg, WakeupMessage):
             if self.watch.parent_died() and not self.released:
@@ -253,18 +268,54 @@ class StreamTaskActor(Actor):
         # the data plane logs refused connections from its IO thread, and the task logs its state
         # changes from its own thread; neither may send through this actor's transport
         # (Thespian's log forwarding does): straight to the file
+        set_process_name(TASK)
         log_to_cluster_file("rill.network.netty", "rill.runtime.taskmanager.task", level=cluster_log_level())
         self.attempt_id = msg.attempt_id
         self.job_master = msg.job_master
+        self.task_executor = task_executor
         self.task_name, self.resource_id = msg.task_name, msg.resource_id
-        self.wakeupAfter(METRICS_INTERVAL)  # metrics once deployed; the parent watch from now on
+        self._tick_from_now()  # metrics once deployed; the parent watch from now on
         self.partition_manager = ResultPartitionManager()
         self.connection_manager = NettyConnectionManager(msg.netty_config, self.partition_manager,
                                                          name=f"task-{msg.attempt_id[:8]}")
-        address = self.connection_manager.start()
-        ready = m.TaskProcessReady(msg.attempt_id, tuple(address), os.getpid())
+        self.data_address = tuple(self.connection_manager.start())
+        self._report_ready()
+
+    def _tick_from_now(self) -> None:
+        if not self.ticking:
+            self.ticking = True
+            self.wakeupAfter(METRICS_INTERVAL)
+
+    def _report_ready(self) -> None:
+        ready = m.TaskProcessReady(self.attempt_id, self.data_address, os.getpid(), self.task_name)
         self.send(self.job_master, ready)
-        self.send(task_executor, ready)
+        self.send(self.task_executor, ready)
+
+    def _runs(self, attempt_id: str) -> bool:
+        """Whether this process's current task is attempt ``attempt_id`` (a message for an
+        attempt the process ran before it was reused must not reach the next one)."""
+        return self.task is not None and self.task.tdd.attempt_id == attempt_id
+
+    def _reuse(self, msg: m.ReuseTaskProcess) -> None:
+        """Drop the ended task of attempt ``old_attempt_id`` and report ready for the next one.
+
+        The attempt id changes first: a failure here is the new attempt's (the JobMaster fails
+        it and restarts the job again).
+
+        :raises RuntimeError: if the old task's thread does not end within 10 s (it is
+            terminal when the JobMaster restarts, so its thread is about to return).
+        """
+        old = self.task
+        self.attempt_id, self.task_name = msg.attempt_id, msg.task_name
+        if old is not None:
+            if not old.join(10.0):
+                raise RuntimeError(f"the thread of the previous task {old.task_name_with_subtasks} (attempt "
+                                   f"{msg.old_attempt_id}) did not end within 10 s: the process cannot be reused")
+            for partition in old.result_partitions:  # a cancelled task's are released, not yet forgotten
+                self.partition_manager.release_partition(partition.partition_id)
+        self._flush_outbox()  # the old task's last reports, under its own attempt id
+        self.task, self.network, self.coordinators = None, None, {}
+        self._report_ready()
 
     def _deploy(self, msg: m.DeployTask) -> None:
         from rill.common.configuration import ConfigOptions, load_configuration  # noqa: PLC0415
@@ -323,7 +374,7 @@ class StreamTaskActor(Actor):
             payload = _pickle_failure(failure)
         snapshot = task.metrics.snapshot() if state.is_terminal() else None
         progress = task.metrics.source_progress() if state.is_terminal() else 0
-        self.outbox.post(self.job_master, m.TaskExecutionStateUpdate(self.attempt_id, state.name, payload,
+        self.outbox.post(self.job_master, m.TaskExecutionStateUpdate(task.tdd.attempt_id, state.name, payload,
                                                                      snapshot, progress, self._network_memory()))
 
     def _network_memory(self):
@@ -338,11 +389,16 @@ class StreamTaskActor(Actor):
     def _report_metrics(self) -> None:
         task = self.task
         if task is not None and not task.execution_state.is_terminal():
-            self.send(self.job_master, m.TaskMetricsReport(self.attempt_id, task.metrics.snapshot(),
+            self.send(self.job_master, m.TaskMetricsReport(task.tdd.attempt_id, task.metrics.snapshot(),
                                                           task.metrics.source_progress(), self._network_memory()))
 
     def _orphaned(self) -> None:
         """The TaskExecutor's process exited: fail this task with that cause and exit."""
+        if self.job_master is None:  # pooled, never given a task: nobody to tell
+            log.info("pooled task process %d: its TaskExecutor (pid %d) exited", os.getpid(), self.watch.parent_pid)
+            self._release()
+            self.send(self.myAddress, ActorExitRequest())
+            return
         cause = (f"the TaskExecutor {self.resource_id} (pid {self.watch.parent_pid}) of task {self.task_name} "
                  "exited")
         log.error("task %s: %s", self.attempt_id, cause)

@@ -33,6 +33,7 @@ from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMes
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.dispatcher import DispatcherActor
 from rill.runtime.cluster.liveness import SHUTDOWN_GRACE_S, ParentWatch, kill_cluster_process_group
+from rill.runtime.cluster.preload import preload_pyarrow_conversions
 from rill.runtime.cluster.resource_manager import ResourceManagerActor
 
 __all__ = ["ClusterSupervisorActor"]
@@ -62,6 +63,7 @@ class ClusterSupervisorActor(Actor):
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         if isinstance(msg, m.InitSupervisor):
             self.init = msg
+            preload_pyarrow_conversions()  # once: every control and task process forks from here on
             self._start_resource_manager()
             self._start_dispatcher(None)
             self.wakeupAfter(TICK)

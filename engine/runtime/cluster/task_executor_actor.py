@@ -1,6 +1,14 @@
 """``TaskExecutorActor``: offers slots to the ResourceManager, sends heartbeats, and starts one
 StreamTask actor (its own process) per task deployed into its slots (Flink's
-``TaskExecutor`` as an RPC endpoint).
+``TaskExecutor`` as an RPC endpoint). A process the JobMaster reuses for a task of its job's
+next attempt reports ready again, and is filed here under that attempt.
+
+It keeps ``taskmanager.python.task-process-pool.size`` task processes started ahead of any
+deployment (a pool: each forked, registered with Thespian and answering ``TaskProcessPooled``,
+named ``rill-pooled``, see :mod:`~rill.runtime.cluster.process_name`): ``StartTask`` takes a
+ready one when there is one and the pool is refilled at once, so the replacement of a killed
+task process does not wait for a fork. A pooled process has never loaded a job's code; once
+given to a job it serves that job only and exits with it.
 
 It watches the JobMasters of the tasks it runs as Flink's TaskExecutor does: a JobMaster sends
 ``JobMasterHeartbeat`` every ``heartbeat.interval`` ms (answered with ``JobMasterHeartbeatAck``);
@@ -16,15 +24,20 @@ unanswered for ``heartbeat.timeout`` ms -- a new ResourceManager creates a new o
 from __future__ import annotations
 
 import collections
+import dataclasses
+import itertools
 import logging
 import os
 import time
 from datetime import timedelta
+from typing import Any, Dict
 
 from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage, WakeupMessage
 
+from rill.common.configuration import ConfigOptions, load_configuration
 from rill.runtime.cluster import messages as m
 from rill.runtime.cluster.liveness import ParentWatch
+from rill.runtime.cluster.preload import preload_pyarrow_conversions
 
 __all__ = ["TaskExecutorActor"]
 
@@ -53,6 +66,10 @@ class TaskExecutorActor(Actor):
         self.watch = ParentWatch()
         self.exiting = False
         self.last_ack = time.monotonic()
+        self.pool_size = 0
+        self.pool: Dict[str, Any] = {}  # address → pooled task process, ready
+        self.pool_starting: Dict[int, Any] = {}  # token → a pooled process not ready yet
+        self._tokens = itertools.count()
 
     def receiveMessage(self, msg, sender):  # noqa: N802 - Thespian's name
         if isinstance(msg, m.InitTaskExecutor):
@@ -64,6 +81,14 @@ class TaskExecutorActor(Actor):
             self.last_ack = time.monotonic()
             self.send(msg.resource_manager, m.RegisterTaskExecutor(msg.resource_id, msg.slots, msg.host, os.getpid()))
             self.wakeupAfter(self.heartbeat_interval)
+            self.pool_size = _pool_size(msg.resource_id)
+            self._refill_pool()
+        elif isinstance(msg, m.TaskProcessPooled):
+            self.pool_starting.pop(msg.token, None)
+            if self.exiting:
+                self.send(sender, ActorExitRequest())
+            else:
+                self.pool[str(sender)] = sender
         elif isinstance(msg, WakeupMessage):
             self._tick()
         elif isinstance(msg, m.HeartbeatAck):
@@ -77,18 +102,26 @@ class TaskExecutorActor(Actor):
         elif isinstance(msg, m.StartTask):
             if msg.job_id in self.released_jobs:  # its job ended already
                 return
-            from rill.runtime.cluster.stream_task_actor import StreamTaskActor  # noqa: PLC0415
-            task = self.createActor(StreamTaskActor)
+            if self.pool:  # a ready process: no fork on the deployment's path
+                task = self.pool.pop(next(iter(self.pool)))
+            else:
+                task = self.createActor(_stream_task_actor())
             self.tasks[str(task)] = (task, msg)
             self.job_masters.setdefault(msg.job_id, time.monotonic())
             self.send(task, m.StartTaskProcess(msg.job_id, msg.attempt_id, msg.task_name, msg.job_master,
                                                msg.netty_config, self.resource_id))
+            self._refill_pool()
         elif isinstance(msg, m.TaskProcessReady):
             # the task's real address: ChildActorExited names it, not the one createActor returned
             for key, (task, start) in list(self.tasks.items()):
                 if start.attempt_id == msg.attempt_id:
                     del self.tasks[key]
                     self.tasks[str(sender)] = (sender, start)
+                    return
+            entry = self.tasks.get(str(sender))
+            if entry is not None:  # a process its JobMaster reused for a new attempt of the job
+                self.tasks[str(sender)] = (sender, dataclasses.replace(entry[1], attempt_id=msg.attempt_id,
+                                                                       task_name=msg.task_name))
         elif isinstance(msg, m.ReleaseJobTasks):
             # the job's slots are free: none of its task processes may run on (those whose
             # JobMaster exited before they reported ready were never told to exit)
@@ -99,6 +132,7 @@ class TaskExecutorActor(Actor):
                     del self.tasks[key]  # its exit is expected: no TaskProcessFailed
                     self.send(task, ActorExitRequest())
         elif isinstance(msg, ChildActorExited):
+            self.pool.pop(str(msg.childAddress), None)  # a pooled one: refilled at the next StartTask
             entry = self.tasks.pop(str(msg.childAddress), None)
             if entry is not None:  # the JobMaster knows whether the task was done with it
                 start = entry[1]
@@ -109,8 +143,9 @@ class TaskExecutorActor(Actor):
                     self.job_masters.pop(start.job_id, None)  # done here: no more heartbeats expected
         elif isinstance(msg, ActorExitRequest):
             self.exiting = True
-            for task, _ in list(self.tasks.values()):
+            for task in [t for t, _ in self.tasks.values()] + [*self.pool.values(), *self.pool_starting.values()]:
                 self.send(task, ActorExitRequest())
+            self.pool.clear()
         elif isinstance(msg, PoisonMessage):
             log.warning("TaskExecutor %s: undeliverable message %r", self.resource_id, msg.poisonMessage)
 
@@ -139,6 +174,14 @@ class TaskExecutorActor(Actor):
                 self.send(self.resource_manager, m.FreeSlots(job_id))
         self.wakeupAfter(self.heartbeat_interval)
 
+    def _refill_pool(self) -> None:
+        """Start processes until ``pool_size`` are ready or starting."""
+        while not self.exiting and len(self.pool) + len(self.pool_starting) < self.pool_size:
+            token = next(self._tokens)
+            process = self.createActor(_stream_task_actor())
+            self.pool_starting[token] = process
+            self.send(process, m.PoolTaskProcess(token))
+
     def _stop_job_tasks(self, job_id: str, cause: str) -> None:
         """Stop every task of ``job_id`` here (their processes exit); nobody is told, as the
         JobMaster that would listen is gone."""
@@ -152,12 +195,36 @@ class TaskExecutorActor(Actor):
         log.warning("TaskExecutor %s: %s; stopped %d task(s)", self.resource_id, cause, stopped)
 
 
+def _pool_size(resource_id: str) -> int:
+    """``taskmanager.python.task-process-pool.size`` of this process's configuration; a bad
+    value is logged, naming the key, the value and the rule, and no pool is kept."""
+    value = load_configuration().get(ConfigOptions.TASK_PROCESS_POOL_SIZE)
+    try:
+        size = int(value)
+    except (TypeError, ValueError):
+        size = -1
+    if size < 0 or str(value).strip() != str(size):
+        log.error("TaskExecutor %s: %s must be an integer >= 0, got %r: no task process pool",
+                  resource_id, ConfigOptions.TASK_PROCESS_POOL_SIZE.key, value)
+        return 0
+    return size
+
+
+def _stream_task_actor():
+    """The StreamTask actor class (imported here: its module imports the task runtime, which the
+    TaskExecutor loads in :func:`_preload`, after Thespian created it)."""
+    from rill.runtime.cluster.stream_task_actor import StreamTaskActor  # noqa: PLC0415
+    return StreamTaskActor
+
+
 def _preload() -> None:
     """Import the task runtime once here: task processes fork from this one and start without
-    paying for the imports again."""
+    paying for the imports again, pyarrow's lazy ones included (see
+    :mod:`~rill.runtime.cluster.preload`)."""
     import rill.datastream  # noqa: F401, PLC0415
     import rill.network.netty.connection_manager  # noqa: F401, PLC0415
     import rill.operators.collect_sink  # noqa: F401, PLC0415
     import rill.runtime.cluster.stream_task_actor  # noqa: F401, PLC0415
     import rill.runtime.taskmanager.network_environment  # noqa: F401, PLC0415
     import rill.runtime.taskmanager.task  # noqa: F401, PLC0415
+    preload_pyarrow_conversions()

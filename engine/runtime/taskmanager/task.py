@@ -1,8 +1,8 @@
 """``Task``: one execution attempt of one subtask on a TaskExecutor, on its own thread
 (Flink's ``org.apache.flink.runtime.taskmanager.Task``).
 
-State machine (Flink's ``ExecutionState``): CREATED → DEPLOYING → INITIALIZING → RUNNING →
-FINISHED, or → CANCELING → CANCELED, or → FAILED; a task that stops because a producer released
+State machine (Flink's ``ExecutionState``): CREATED → DEPLOYING → INITIALIZING (the invokable's
+``restore``: state restored, operators opened) → RUNNING (its ``invoke``) → FINISHED, or → CANCELING → CANCELED, or → FAILED; a task that stops because a producer released
 the partition it read ends CANCELED, as in Flink (the producer's failure is the cause). Every transition is reported to the listener
 (the JobMaster) from the task thread. The task owns its network resources: result partitions
 are created and registered when the task is constructed (so consumers find them), input gates
@@ -224,7 +224,10 @@ class Task:
                 raise CancelTaskException()
             if not self._transition({ExecutionState.DEPLOYING}, ExecutionState.INITIALIZING):
                 raise CancelTaskException()
-            self._transition({ExecutionState.INITIALIZING}, ExecutionState.RUNNING)
+            # Flink's Task.restoreAndInvoke: RUNNING once the state is restored and the operators open
+            self.invokable.restore()
+            if not self._transition({ExecutionState.INITIALIZING}, ExecutionState.RUNNING):
+                raise CancelTaskException()
             self.invokable.invoke()
             errors = self.invokable.cleanup()
             self._stop_timeline()  # written before the task reports its end

@@ -168,15 +168,17 @@ class StreamTask:
         return None if restore is None else restore.read_operator_state(str(cfg.operator_id))
 
     # -- life cycle (task thread) ------------------------------------------------------------
-    def invoke(self) -> None:
-        """Run the task to its end.
+    def restore(self) -> None:
+        """Build the operator chain and restore it (Flink's ``StreamTask.restore``): every
+        operator's state initialized from the deployment's snapshot (or empty) and opened, the
+        in-flight data of an unaligned checkpoint recovered. The Task is INITIALIZING while this
+        runs and RUNNING after it, as in Flink. Nothing for a task finished on restore.
 
         :raises CancelTaskException: if cancelled.
         :raises BaseException: whatever an operator raised, tagged with the operator name.
         """
         env = self.env
         if env.task_restore is not None and env.task_restore.finished_on_restore:
-            self._run_finished_on_restore()
             return
         self.operator_chain = OperatorChain(env.vertex, env.record_writers, self._operator_context)
         self.init_input()
@@ -191,6 +193,17 @@ class StreamTask:
                 env.task_name_with_subtasks, env.subtask_index, env.attempt_id, self.operator_chain,
                 env.record_writers, env.checkpoint_responder, self._cancel_requested.is_set,
                 self._register_checkpoint_timer, self._run_on_task_thread)
+
+    def invoke(self) -> None:
+        """Run the restored task (:meth:`restore`) to its end.
+
+        :raises CancelTaskException: if cancelled.
+        :raises BaseException: whatever an operator raised, tagged with the operator name.
+        """
+        env = self.env
+        if env.task_restore is not None and env.task_restore.finished_on_restore:
+            self._run_finished_on_restore()
+            return
         timeout = env.buffer_timeout_ms
         if env.record_writers and timeout is not None and timeout > 0:
             writers = env.record_writers

@@ -9,6 +9,7 @@ subtask, so the last attempt's output is exact and the first attempt's is a pref
 from __future__ import annotations
 
 import os
+import re
 import signal
 import time
 from pathlib import Path
@@ -154,6 +155,49 @@ def test_a_killed_task_process_is_recovered(local_cluster, tmp_path):
     client.get_job_execution_result().result(timeout=TIMEOUT_S)
     assert outputs(out)[1] == list(range(N))
     c.wait_no_task_processes()
+
+
+_STATE_CHANGE = re.compile(r"^\S+ \S+ (?P<pid>\d+) \w+ rill\.runtime\.taskmanager\.task (?P<task>.+)#(?P<attempt>\d+) "
+                           r"\([0-9a-f]+\) switched from CREATED to DEPLOYING\. \[job (?P<job>[0-9a-f]+)\]$")
+
+
+def task_pids(log_file: Path, job_id: str) -> dict:
+    """attempt number -> {task name with subtask: pid of the process that ran it}, from the
+    state changes every task logs into the cluster's log."""
+    out: dict = {}
+    for line in log_file.read_text(errors="replace").splitlines():
+        m = _STATE_CHANGE.match(line)
+        if m is not None and m["job"] == job_id:
+            out.setdefault(int(m["attempt"]), {})[m["task"]] = int(m["pid"])
+    return out
+
+
+def test_a_restart_reuses_the_processes_of_the_tasks_that_survived(local_cluster, tmp_path):
+    """Flink keeps its TaskManagers across attempts; Rill keeps the task processes: after the
+    held task's process is killed, every other task of attempt 1 runs in a process of attempt
+    0 (on the same TaskExecutor, since the slots stay), and only the killed one is replaced, by
+    a process its TaskExecutor had ready in its pool (taskmanager.python.task-process-pool.size,
+    1 by default); the pools are full again after the job, and hold nothing else."""
+    c = local_cluster(2, 2)
+    tes = list(c.task_executor_pids().values())
+    client, out, release, holder = held_job(c, tmp_path)
+    # the replacement is taken from the pool of the held task's TaskExecutor (refilled since)
+    hosting = [te for te in tes if holder in c.task_processes([te])]
+    wait_for(lambda: len(c.pooled_processes(hosting[0])) == c.pool_size, "the pool to be refilled")
+    pooled = c.pooled_processes(hosting[0])
+    os.kill(holder, signal.SIGKILL)
+    release.touch()
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert outputs(out)[1] == list(range(N))
+    pids = task_pids(c.log_file, client.get_job_id())
+    assert sorted(pids) == [0, 1] and sorted(pids[0]) == sorted(pids[1])
+    assert holder in pids[0].values() and holder not in pids[1].values()
+    new = set(pids[1].values()) - set(pids[0].values())
+    assert len(new) == 1, f"attempt 0: {pids[0]}, attempt 1: {pids[1]}"
+    assert new <= pooled, f"the new process {new} was not one of the pooled {pooled}"
+    assert len(set(pids[1].values())) == len(pids[1])  # still a process per task
+    c.wait_no_task_processes(task_executor_pids=tes)
+    wait_for(lambda: all(len(c.pooled_processes(te)) == c.pool_size for te in tes), "the pools to be full")
 
 
 def test_a_killed_task_executor_is_recovered(local_cluster, tmp_path):

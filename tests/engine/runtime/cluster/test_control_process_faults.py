@@ -86,7 +86,7 @@ def roles(cluster) -> dict:
     supervisor = parent(rm)
     dispatcher = [p for p in _descendants(supervisor) if parent(p) == supervisor and p != rm][0]
     job_masters = sorted(p for p in _descendants(dispatcher) if parent(p) == dispatcher)
-    tasks = sorted(p for te in tes for p in _descendants(te) if _alive(p))
+    tasks = sorted(cluster.task_processes(tes))  # a job's, not the TaskExecutors' pooled ones
     return {"admin": admin, "supervisor": supervisor, "ResourceManager": rm, "Dispatcher": dispatcher,
             "JobMaster": job_masters[0] if job_masters else None, "TaskExecutor": tes[0],
             "task": tasks[0] if tasks else None}
