@@ -311,7 +311,8 @@ class CheckpointCoordinator:
             self._pending[checkpoint_id] = pending
             self._savepoint_futures[checkpoint_id] = future
             pending.cancellable = self._timer.schedule(self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
-            self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
+            self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks), is_savepoint=True,
+                                                         is_synchronous=stop_mode is not None)
             options = CheckpointOptions(SnapshotType.SAVEPOINT, location, self._savepoint_alignment, stop_mode)
             sources = plan.tasks_to_trigger
         _LOG.info("Triggering %ssavepoint %d of job %s into %s", "synchronous " if stop_mode else "", checkpoint_id,

@@ -98,7 +98,20 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
                               "in_progress": 0, "completed": stats.counts.number_of_completed_checkpoints,
                               "failed": stats.counts.number_of_failed_checkpoints}
     assert [h["id"] for h in body["history"]] == [c.checkpoint_id for c in stats.history]
-    assert body["latest"]["completed"]["external_path"] == stopped["operation"]["location"]
+    # savepoints are told apart (Flink's is_savepoint, savepointFormat, RestAPICheckpointType) and
+    # latest.savepoint is the stop's, latest.completed the newest checkpoint (not a savepoint)
+    kinds = {resolve_checkpoint_pointer(location).checkpoint_id: "SAVEPOINT",
+             resolve_checkpoint_pointer(stopped["operation"]["location"]).checkpoint_id: "SYNC_SAVEPOINT"}
+    history = {h["id"]: (h["is_savepoint"], h["savepointFormat"], h["checkpoint_type"]) for h in body["history"]}
+    assert history == {i: (True, "CANONICAL", kinds[i]) if i in kinds else (False, None, "CHECKPOINT")
+                       for i in history}
+    assert max(history) in kinds  # the stop's savepoint came last
+    savepoint = body["latest"]["savepoint"]
+    assert savepoint.keys() == F.COMPLETED_CHECKPOINT_STATISTICS
+    assert (savepoint["external_path"], savepoint["is_savepoint"], savepoint["checkpoint_type"]) == (
+        stopped["operation"]["location"], True, "SYNC_SAVEPOINT")
+    assert body["latest"]["completed"]["id"] not in kinds and body["latest"]["completed"]["is_savepoint"] is False
+    assert body["latest"]["completed"]["id"] == stats.latest_completed.checkpoint_id
     assert body["summary"]["end_to_end_duration"].keys() == {"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
 
 
@@ -119,7 +132,8 @@ def _cancel_with_savepoint(http: Http, token: str, client, tmp_path: Path) -> No
     assert http.poll(f"/jobs/{job}", lambda b: b["state"] == "CANCELED", deadline_s=TIMEOUT_S)["state"] == "CANCELED"
     stats = client.get_checkpoint_stats()
     assert max(c.checkpoint_id for c in stats.history) == savepoint_id
-    assert stats.latest_completed.external_path == location
+    assert stats.latest_savepoint.external_path == location and stats.latest_savepoint.is_savepoint
+    assert not stats.latest_completed.is_savepoint and stats.latest_completed.checkpoint_id < savepoint_id
 
 
 def _running_embedded(name: str):
