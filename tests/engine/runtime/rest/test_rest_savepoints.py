@@ -35,8 +35,7 @@ class Slow(MapFunction):
 def _slow_job(env) -> None:
     env.enable_checkpointing(100)
     env.get_configuration().set_string("rill.source.batch-size", "10")
-    # one source subtask: a subtask without a split would finish at once, and a savepoint needs
-    # every task running
+    # one source subtask: a parallel one without a split would finish at once
     env.set_parallelism(1)
     env.from_collection(list(range(N))).map(Slow()).key_by(lambda i: i % 3).reduce(lambda a, b: a + b) \
         .set_parallelism(2).add_sink(lambda v: None).set_parallelism(2)
@@ -134,6 +133,69 @@ def _cancel_with_savepoint(http: Http, token: str, client, tmp_path: Path) -> No
     assert max(c.checkpoint_id for c in stats.history) == savepoint_id
     assert stats.latest_savepoint.external_path == location and stats.latest_savepoint.is_savepoint
     assert not stats.latest_completed.is_savepoint and stats.latest_completed.checkpoint_id < savepoint_id
+
+
+def _with_a_finished_source(env) -> None:
+    """A 3-record source ("Short", uid ``short``) that ends at once, unioned with the slow job's
+    input that keeps the job running (FLIP-147: the job stays checkpointable)."""
+    env.enable_checkpointing(100)
+    env.get_configuration().set_string("rill.source.batch-size", "10")
+    env.set_parallelism(1)
+    short = env.from_collection([-1, -2, -3]).uid("short").name("Short")
+    short.union(env.from_collection(list(range(N))).map(Slow())).key_by(lambda i: i % 3) \
+        .reduce(lambda a, b: a + b).add_sink(lambda v: None)
+
+
+def _wait_short_finished(client) -> None:
+    """A checkpoint completed without the short source: it finished, the rest runs."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        stats = client.get_checkpoint_stats()
+        if stats is not None and any(c.status is CheckpointStatsStatus.COMPLETED
+                                     and "Source: Short" not in {s.task_name for s in c.subtask_stats}
+                                     for c in stats.history):
+            return
+        assert not client.is_done(), "the job ended before the short source finished"
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint completed after the short source finished")
+
+
+def _savepoint_after_a_source_finished(http: Http, token: str, client, tmp_path: Path) -> None:
+    """``POST /jobs/:id/savepoints`` once a source finished completes (it was refused before
+    FLIP-147's savepoints); the metadata holds that source fully finished; the job runs on."""
+    _wait_short_finished(client)
+    job = client.get_job_id()
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", {"Authorization": f"Bearer {token}"},
+                                {"target-directory": str(tmp_path / "sp")})
+    assert status == 202
+    done = http.poll(f"/jobs/{job}/savepoints/{body['request-id']}", lambda b: b["status"]["id"] == "COMPLETED",
+                     deadline_s=TIMEOUT_S)
+    assert "operation" in done and "location" in done["operation"], done
+    short = [op for op in resolve_checkpoint_pointer(done["operation"]["location"]).operator_states.values()
+             if op.uid == "short"]
+    assert [(op.fully_finished, op.subtask_states) for op in short] == [(True, {})]
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+
+
+def test_a_savepoint_after_a_source_finished_through_the_embedded_endpoint(embedded_rest, tmp_path):
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _with_a_finished_source(env)
+    client = env.execute_async("rest savepoint after a source finished")
+    _savepoint_after_a_source_finished(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(),
+                                       client, tmp_path)
+
+
+def test_a_savepoint_after_a_source_finished_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path):
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _with_a_finished_source(env)
+    client = env.execute_async("cluster rest savepoint after a source finished")
+    _savepoint_after_a_source_finished(cluster_rest[0], _cluster_token(cluster), client, tmp_path)
 
 
 def _running_embedded(name: str):
