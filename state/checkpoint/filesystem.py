@@ -295,6 +295,8 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         :raises TypeValueError: if a value does not fit its state's declared type (the message
             names the operator, the state and the value).
         :raises ValueError: if a declared type has no Parquet column type.
+        :raises CheckpointLocationDisposedError: if the location was disposed of before or while
+            writing (its ``.in-progress`` marker is gone); what this call wrote is removed.
         :raises OSError: if the files cannot be written.
         """
         fs, root = _fs(self.directory)
