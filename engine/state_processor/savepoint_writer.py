@@ -34,7 +34,6 @@ from rill.state.checkpoint.filesystem import (
     METADATA_FILE_NAME,
     FileOperatorSubtaskStateHandle,
     FileSystemCheckpointStorageLocation,
-    create_location_directory,
 )
 from rill.state.checkpoint.metadata import CheckpointMetadata, OperatorState, SnapshotType
 from rill.state_processor.bootstrap_tasks import BootstrapTask, rewrite_subtask
@@ -184,8 +183,8 @@ class SavepointWriter:
         fs, root = fsspec.core.url_to_fs(path)
         if fs.exists(root.rstrip("/") + "/" + METADATA_FILE_NAME):
             raise FileExistsError(f"SavepointWriter.write: {path} holds a snapshot already; write to a new directory")
+        fs.makedirs(root, exist_ok=True)
         directory = path.rstrip("/")
-        create_location_directory(directory)  # the bootstrap tasks write while its marker exists
         checkpoint_id = (NEW_SAVEPOINT_CHECKPOINT_ID if self._existing is None else self._existing.checkpoint_id)
         timestamp = int(time.time() * 1000)
         operators: Dict[str, OperatorState] = {}

@@ -28,9 +28,10 @@ temporary name and renamed, so a crash never leaves a half-written one; a direct
 
 Discarding a checkpoint races its writers (an aborted checkpoint's subtasks may still be in their
 asynchronous part, an acknowledgement may come late): ``dispose`` first deletes the
-``.in-progress`` marker, then the directory, retrying while writers refill it; every writer
-checks the marker before and after each file, and once it is gone deletes its own files and the
-directories they emptied, and raises :class:`CheckpointLocationDisposedError`. Whichever side
+``.in-progress`` marker, then the directory, retrying while writers refill it; every writer of
+a location the storage created (``marked``) checks the marker before and after each file, and
+once it is gone deletes its own files and the directories they emptied, and raises
+:class:`CheckpointLocationDisposedError`. Whichever side
 finishes last removes the directory: none is left behind and no error reaches the job.
 """
 
@@ -272,16 +273,22 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
     :param checkpoint_id: the checkpoint's id, written in every row's ``checkpoint_id``.
     :param row_group_target_rows: rows after which a keyed-state or timer row group is closed
         at the next key-group boundary (:data:`~rill.state.checkpoint.parquet_layout.ROW_GROUP_TARGET_ROWS`).
+    :param marked: the directory was created with its ``.in-progress`` marker
+        (:func:`create_location_directory`, as the storage creates every checkpoint's and
+        savepoint's): writes check the marker and see a disposal that races them. Without it
+        (a directory nothing disposes of while it is written, as the state processor's) writes
+        do not look for it.
     Picklable (plain values): it travels to the tasks with the trigger.
     """
 
-    __slots__ = ("directory", "checkpoint_id", "row_group_target_rows")
+    __slots__ = ("directory", "checkpoint_id", "row_group_target_rows", "marked")
 
     def __init__(self, directory: str, checkpoint_id: int,
-                 row_group_target_rows: int = ROW_GROUP_TARGET_ROWS) -> None:
+                 row_group_target_rows: int = ROW_GROUP_TARGET_ROWS, marked: bool = False) -> None:
         self.directory = directory
         self.checkpoint_id = checkpoint_id
         self.row_group_target_rows = row_group_target_rows
+        self.marked = marked
 
     @property
     def location_reference(self) -> Optional[str]:
@@ -306,6 +313,9 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         written: List[str] = []
         marker = _join(root, IN_PROGRESS_MARKER)
 
+        def gone() -> bool:
+            return self.marked and not fs.exists(marker)
+
         def disposed() -> CheckpointLocationDisposedError:
             _remove_written(fs, root, written)
             return CheckpointLocationDisposedError(
@@ -315,7 +325,7 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         def write(rel: str, writer: Any) -> Any:
             nonlocal size
             path = _join(root, rel)
-            if not fs.exists(marker):
+            if gone():
                 raise disposed()
             written.append(path)
             try:
@@ -324,10 +334,10 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
                     result = writer(f)
                 size += fs.size(path)
             except OSError:
-                if not fs.exists(marker):  # the directory went away under the writer
+                if gone():  # the directory went away under the writer
                     raise disposed() from None
                 raise
-            if not fs.exists(marker):
+            if gone():
                 raise disposed()
             return result
 
@@ -476,8 +486,8 @@ def _remove_written(fs: Any, root: str, written: List[str]) -> None:
 
 
 def create_location_directory(directory: str) -> None:
-    """Create a snapshot directory with its ``.in-progress`` marker (a location writes only
-    while the marker exists; ``finalize`` removes it).
+    """Create a snapshot directory with its ``.in-progress`` marker (a ``marked`` location
+    writes only while the marker exists; ``finalize`` removes it).
 
     :raises OSError: if it cannot be created.
     """
@@ -499,7 +509,7 @@ def savepoint_location(job_id: str, target_directory: Optional[str], checkpoint_
                          "execution.checkpointing.savepoint-dir")
     directory = _join(target_directory, f"savepoint-{job_id[:6]}-{secrets.token_hex(6)}")
     create_location_directory(directory)
-    return FileSystemCheckpointStorageLocation(directory, checkpoint_id, row_group_target_rows)
+    return FileSystemCheckpointStorageLocation(directory, checkpoint_id, row_group_target_rows, marked=True)
 
 
 def resolve_checkpoint_pointer(pointer: str) -> CheckpointMetadata:
@@ -573,7 +583,7 @@ class FileSystemCheckpointStorage(CheckpointStorage):
     def initialize_location_for_checkpoint(self, checkpoint_id: int) -> FileSystemCheckpointStorageLocation:
         directory = _join(self.job_directory, f"chk-{checkpoint_id}")
         create_location_directory(directory)
-        return FileSystemCheckpointStorageLocation(directory, checkpoint_id, self.row_group_target_rows)
+        return FileSystemCheckpointStorageLocation(directory, checkpoint_id, self.row_group_target_rows, marked=True)
 
     def initialize_location_for_savepoint(self, checkpoint_id: int,
                                           target_directory: Optional[str]) -> FileSystemCheckpointStorageLocation:
