@@ -1,6 +1,6 @@
 """The exactly-once suite (issue 11), in the spirit of Flink's ``StreamCheckpointingITCase``:
 a job counts N records over 40 keys at parallelism 4 with EXACTLY_ONCE checkpoints (aligned, or
-unaligned with ``--unaligned``: FLIP-76, in-flight data stored and replayed) every 500 ms into an
+unaligned with ``--checkpoints unaligned``: FLIP-76, in-flight data stored and replayed) every 500 ms into an
 exactly-once ``FileSink``; one failure is injected at a random record
 between 40% and 70% of the input (or the first record after it that comes once a checkpoint
 completed, so that there is one to restore); after the restart (from the latest completed one) the
@@ -19,7 +19,9 @@ script runs as many as asked::
 
     python -m bench.exactly_once --runs 200 --records 1000000 --mode embedded --kind exception
     python -m bench.exactly_once --runs 50 --mode cluster --kind kill-task-process
-    python -m bench.exactly_once --runs 50 --unaligned
+    python -m bench.exactly_once --runs 50 --checkpoints unaligned
+    python -m bench.exactly_once --runs 200 --seed 1 --mode cluster --checkpoints both \\
+        --kind exception --kind kill-task-process --kind kill-task-executor     # every scenario
 """
 
 from __future__ import annotations
@@ -280,19 +282,36 @@ def run_once(make_env: Callable[[], object], seed: int, kind: str, n: int, work_
     return RunResult(seed, kind, n, fail_at, seconds, failed_at, completed, restored)
 
 
+CHECKPOINTS = ("aligned", "unaligned", "both")
+
+
+def _alignments(choice: str) -> List[bool]:
+    """The ``unaligned`` flags cycled over the runs for ``--checkpoints``."""
+    return {"aligned": [False], "unaligned": [True], "both": [False, True]}[choice]
+
+
 def main(argv=None) -> int:
+    """Runs ``--runs`` seeded runs, cycling ``--kind`` and (per full cycle of kinds) the
+    checkpoint alignment, so that ``--checkpoints both`` with three kinds covers all six
+    combinations every six runs. A run that is not exact (or fails or hangs) is reported with its
+    seed and the runs go on; the summary names the seeds of every failure.
+
+    :returns: 0 if every run was exact, 1 otherwise.
+    """
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--rate", type=float, default=RATE, help="records/s over all readers (0: unthrottled)")
     parser.add_argument("--seed", type=int, default=None, help="first seed (default: random); run i uses seed+i")
     parser.add_argument("--mode", choices=("embedded", "cluster"), default="embedded")
-    parser.add_argument("--unaligned", action="store_true", help="unaligned checkpoints (FLIP-76)")
+    parser.add_argument("--checkpoints", choices=CHECKPOINTS, default="aligned",
+                        help="aligned, unaligned (FLIP-76) or both (alternating per cycle of --kind)")
     parser.add_argument("--kind", choices=KINDS, action="append",
                         help="failure kinds, cycled over the runs (default: exception; the kill kinds need "
                              "--mode cluster)")
     args = parser.parse_args(argv)
     kinds = args.kind or ["exception"]
+    alignments = _alignments(args.checkpoints)
     if args.mode == "embedded" and set(kinds) - {"exception"}:
         parser.error("only --kind exception runs embedded: the kill kinds kill cluster processes")
     first = args.seed if args.seed is not None else random.SystemRandom().randrange(1 << 30)
@@ -301,16 +320,21 @@ def main(argv=None) -> int:
     from rill.common import Configuration  # noqa: PLC0415
     from rill.datastream import StreamExecutionEnvironment  # noqa: PLC0415
 
+    results, failures = [], []
     with tempfile.TemporaryDirectory(prefix="rill-exactly-once-") as tmp:
         cluster = None
-        if args.mode == "cluster":
-            run_dir = Path(tmp, "cluster")
+
+        def start_cluster(i: int):
+            run_dir = Path(tmp, f"cluster-{i}")
             run_dir.mkdir()
-            cluster = LocalCluster(run_dir, task_executors=3, slots=PARALLELISM).start()
+            return LocalCluster(run_dir, task_executors=3, slots=PARALLELISM).start()
+
         try:
-            results = []
             for i in range(args.runs):
                 kind = kinds[i % len(kinds)]
+                unaligned = alignments[(i // len(kinds)) % len(alignments)]
+                if args.mode == "cluster" and cluster is None:
+                    cluster = start_cluster(i)
 
                 def make_env():
                     if cluster is not None:
@@ -322,19 +346,35 @@ def main(argv=None) -> int:
                     c.remember_processes_silently()
                     os.kill(hosting[0], signal.SIGKILL)
 
-                r = run_once(make_env, first + i, kind, args.records, os.path.join(tmp, f"run-{i}"), kill_te,
-                             rate=args.rate, unaligned=args.unaligned)
-                results.append(r)
-                print(f"  ok: {r.seconds:.1f} s, failed at record {r.failed_at}, {r.completed_checkpoints} checkpoints "
-                      f"completed, "
-                      f"restart {'from a checkpoint' if r.restored else 'from nothing'}", flush=True)
+                try:
+                    r = run_once(make_env, first + i, kind, args.records, os.path.join(tmp, f"run-{i}"), kill_te,
+                                 rate=args.rate, unaligned=unaligned)
+                except Exception as e:  # noqa: BLE001 - a failed run is reported with its seed; the runs go on
+                    failures.append((first + i, kind, unaligned, f"{type(e).__name__}: {e}"))
+                    print(f"  FAILED: seed={first + i} kind={kind} "
+                          f"checkpoints={'unaligned' if unaligned else 'aligned'}: {type(e).__name__}: {e}",
+                          flush=True)
+                else:
+                    results.append(r)
+                    print(f"  ok: {r.seconds:.1f} s, failed at record {r.failed_at}, {r.completed_checkpoints} "
+                          f"checkpoints completed, restart {'from a checkpoint' if r.restored else 'from nothing'}",
+                          flush=True)
+                # a killed TaskExecutor (or a failed run's leftovers) leaves the cluster short: a fresh one
+                if cluster is not None and (kind == "kill-task-executor" or (failures and failures[-1][0] == first + i)):
+                    cluster.stop()
+                    cluster = None
         finally:
             if cluster is not None:
                 cluster.stop()
     total = sum(r.seconds for r in results)
-    print(f"{len(results)} runs exact ({', '.join(sorted(set(kinds)))}), {args.records} records each, "
-          f"seeds {first}..{first + args.runs - 1}, {total:.0f} s in jobs")
-    return 0
+    from_nothing = sum(1 for r in results if not r.restored)
+    print(f"summary: {args.runs} runs ({', '.join(sorted(set(kinds)))}; checkpoints {args.checkpoints}), "
+          f"{args.records} records each, seeds {first}..{first + args.runs - 1}: {len(results)} exact, "
+          f"{len(failures)} failed, {from_nothing} of the exact ones restarted from nothing, "
+          f"{total:.0f} s in jobs", flush=True)
+    for seed, kind, unaligned, error in failures:
+        print(f"  failed seed={seed} kind={kind} checkpoints={'unaligned' if unaligned else 'aligned'}: {error}")
+    return 0 if not failures else 1
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ Layout (Flink's)::
     <execution.checkpointing.dir>/<job-id>/chk-<n>/          a checkpoint
     <savepoint dir>/savepoint-<job-id[:6]>-<12 random hex>/  a savepoint
         _metadata                                            JSON, see rill.state.checkpoint.metadata_json
+        .in-progress                                         empty; until _metadata is written
         <operator-id>/keyed/<state>/part-<subtask>.parquet   keyed state, one directory per state
         <operator-id>/timers/part-<subtask>.parquet          timers of all timer services
         <operator-id>/operator_state/part-<subtask>.parquet  list, union and broadcast state
@@ -24,13 +25,23 @@ The checkpoint directory is a path or URL: a bare path or ``file://`` is the loc
 any other fsspec URL (``s3://``, ``memory://``...) its file system. ``_metadata`` is written to a
 temporary name and renamed, so a crash never leaves a half-written one; a directory without
 ``_metadata`` is not a completed snapshot.
+
+Discarding a checkpoint races its writers (an aborted checkpoint's subtasks may still be in their
+asynchronous part, an acknowledgement may come late): ``dispose`` first deletes the
+``.in-progress`` marker, then the directory, retrying while writers refill it; every writer of
+a location the storage created (``marked``) checks the marker before and after each file, and
+once it is gone deletes its own files and the directories they emptied, and raises
+:class:`CheckpointLocationDisposedError`. Whichever side
+finishes last removes the directory: none is left behind and no error reaches the job.
 """
 
 from __future__ import annotations
 
 import base64
+import errno
 import hashlib
 import json
+import logging
 import re
 import secrets
 from typing import Any, Dict, List, Optional, Tuple
@@ -67,7 +78,11 @@ from rill.state.checkpoint.parquet_layout import (
     write_operator_state_file,
     write_timers_file,
 )
-from rill.state.checkpoint.storage_api import CheckpointStorage, CheckpointStorageLocation
+from rill.state.checkpoint.storage_api import (
+    CheckpointLocationDisposedError,
+    CheckpointStorage,
+    CheckpointStorageLocation,
+)
 from rill.state.descriptors import MapStateDescriptor, StateDescriptor
 from rill.state.key_groups import KeyGroupRange
 
@@ -77,6 +92,8 @@ __all__ = [
     "FileSystemCheckpointStorageLocation",
     "FileSystemCheckpointStorage",
     "savepoint_location",
+    "create_location_directory",
+    "IN_PROGRESS_MARKER",
     "resolve_checkpoint_pointer",
     "state_directory_name",
     "keyed_state_directory",
@@ -84,7 +101,15 @@ __all__ = [
 
 #: The name of the metadata file in a snapshot directory (Flink's ``_metadata``).
 METADATA_FILE_NAME = "_metadata"
+#: An empty file in a snapshot directory from its creation until ``finalize`` (hidden from Spark
+#: by its leading dot). ``dispose`` deletes it first: a subtask still writing sees it gone and
+#: removes what it wrote, so a discarded checkpoint leaves no directory behind.
+IN_PROGRESS_MARKER = ".in-progress"
+#: deletions of a directory that a late writer keeps refilling: each lost race costs one retry,
+#: and the writers remove their own files in the end, so giving up leaves nothing for long
+_DISPOSE_ATTEMPTS = 20
 _FORMAT = "rill-snapshot"
+_LOG = logging.getLogger(__name__)
 _CHK = re.compile(r"chk-(\d+)")
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.\-]*")
 
@@ -249,16 +274,22 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
     :param checkpoint_id: the checkpoint's id, written in every row's ``checkpoint_id``.
     :param row_group_target_rows: rows after which a keyed-state or timer row group is closed
         at the next key-group boundary (:data:`~rill.state.checkpoint.parquet_layout.ROW_GROUP_TARGET_ROWS`).
+    :param marked: the directory was created with its ``.in-progress`` marker
+        (:func:`create_location_directory`, as the storage creates every checkpoint's and
+        savepoint's): writes check the marker and see a disposal that races them. Without it
+        (a directory nothing disposes of while it is written, as the state processor's) writes
+        do not look for it.
     Picklable (plain values): it travels to the tasks with the trigger.
     """
 
-    __slots__ = ("directory", "checkpoint_id", "row_group_target_rows")
+    __slots__ = ("directory", "checkpoint_id", "row_group_target_rows", "marked")
 
     def __init__(self, directory: str, checkpoint_id: int,
-                 row_group_target_rows: int = ROW_GROUP_TARGET_ROWS) -> None:
+                 row_group_target_rows: int = ROW_GROUP_TARGET_ROWS, marked: bool = False) -> None:
         self.directory = directory
         self.checkpoint_id = checkpoint_id
         self.row_group_target_rows = row_group_target_rows
+        self.marked = marked
 
     @property
     def location_reference(self) -> Optional[str]:
@@ -272,20 +303,43 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         :raises TypeValueError: if a value does not fit its state's declared type (the message
             names the operator, the state and the value).
         :raises ValueError: if a declared type has no Parquet column type.
+        :raises CheckpointLocationDisposedError: if the location was disposed of before or while
+            writing (its ``.in-progress`` marker is gone); what this call wrote is removed.
         :raises OSError: if the files cannot be written.
         """
         fs, root = _fs(self.directory)
         identity = FileIdentity(self.checkpoint_id, operator_id, operator_uid, subtask_index)
         who = f"operator {operator_uid or operator_id} (subtask {subtask_index})"
         size = 0
+        written: List[str] = []
+        marker = _join(root, IN_PROGRESS_MARKER)
+
+        def gone() -> bool:
+            return self.marked and not fs.exists(marker)
+
+        def disposed() -> CheckpointLocationDisposedError:
+            _remove_written(fs, root, written)
+            return CheckpointLocationDisposedError(
+                f"Checkpoint {self.checkpoint_id} at {self.directory} was discarded while {who} wrote its state; "
+                f"its files were removed")
 
         def write(rel: str, writer: Any) -> Any:
             nonlocal size
             path = _join(root, rel)
-            fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
-            with fs.open(path, "wb") as f:
-                result = writer(f)
-            size += fs.size(path)
+            if gone():
+                raise disposed()
+            written.append(path)
+            try:
+                fs.makedirs(path.rsplit("/", 1)[0], exist_ok=True)
+                with fs.open(path, "wb") as f:
+                    result = writer(f)
+                size += fs.size(path)
+            except OSError:
+                if gone():  # the directory went away under the writer
+                    raise disposed() from None
+                raise
+            if gone():
+                raise disposed()
             return result
 
         keyed = []
@@ -374,15 +428,77 @@ class FileSystemCheckpointStorageLocation(CheckpointStorageLocation):
         finally:
             if fs.exists(temporary):
                 fs.rm(temporary)
+        marker = _join(root, IN_PROGRESS_MARKER)
+        if fs.exists(marker):
+            fs.rm(marker)
         return self.directory
 
     def dispose(self) -> None:
+        """Delete the directory (see the module docstring for the writers it races); idempotent.
+        Never raises for a directory that writers refill: after ``_DISPOSE_ATTEMPTS`` lost races
+        it logs and leaves the rest to them (they delete their files on seeing the marker gone).
+
+        :raises OSError: only for a failure that is not a race (a permission denied, say).
+        """
         fs, root = _fs(self.directory)
+        marker = _join(root, IN_PROGRESS_MARKER)
+        try:
+            fs.rm(marker)  # first: from now on every writer cleans up after itself
+        except FileNotFoundError:
+            pass
+        for _ in range(_DISPOSE_ATTEMPTS):
+            try:
+                if not fs.exists(root):
+                    return
+                fs.rm(root, recursive=True)
+            except FileNotFoundError:  # a writer removed part of it meanwhile
+                continue
+            except OSError as e:
+                if e.errno != errno.ENOTEMPTY:
+                    raise
+                continue  # a writer added a file between the listing and the removal
         if fs.exists(root):
-            fs.rm(root, recursive=True)
+            _LOG.info("Checkpoint directory %s is still being written; its writers remove what they write",
+                      self.directory)
 
     def __repr__(self) -> str:
         return f"FileSystemCheckpointStorageLocation({self.directory!r}, checkpoint {self.checkpoint_id})"
+
+
+def _remove_written(fs: Any, root: str, written: List[str]) -> None:
+    """A writer's clean-up in a disposed location: its files, then every directory between them
+    and ``root`` (``root`` included) that is empty now; another writer's files stop it there
+    (that writer removes them and the directories after)."""
+    directories = set()
+    for path in written:
+        try:
+            fs.rm(path)
+        except FileNotFoundError:
+            pass
+        parent = path.rsplit("/", 1)[0]
+        while len(parent) >= len(root):
+            directories.add(parent)
+            parent = parent.rsplit("/", 1)[0]
+    for directory in sorted(directories, key=len, reverse=True):  # the deepest first
+        try:
+            if fs.isdir(directory) and not fs.ls(directory, detail=False):
+                fs.rmdir(directory)
+        except FileNotFoundError:
+            pass
+        except OSError as e:
+            if e.errno != errno.ENOTEMPTY:
+                raise
+
+
+def create_location_directory(directory: str) -> None:
+    """Create a snapshot directory with its ``.in-progress`` marker (a ``marked`` location
+    writes only while the marker exists; ``finalize`` removes it).
+
+    :raises OSError: if it cannot be created.
+    """
+    fs, root = _fs(directory)
+    fs.makedirs(root, exist_ok=True)
+    fs.touch(_join(root, IN_PROGRESS_MARKER))
 
 
 def savepoint_location(job_id: str, target_directory: Optional[str], checkpoint_id: int,
@@ -397,9 +513,8 @@ def savepoint_location(job_id: str, target_directory: Optional[str], checkpoint_
         raise ValueError("No savepoint directory: give a target directory or configure "
                          "execution.checkpointing.savepoint-dir")
     directory = _join(target_directory, f"savepoint-{job_id[:6]}-{secrets.token_hex(6)}")
-    fs, root = _fs(directory)
-    fs.makedirs(root, exist_ok=True)
-    return FileSystemCheckpointStorageLocation(directory, checkpoint_id, row_group_target_rows)
+    create_location_directory(directory)
+    return FileSystemCheckpointStorageLocation(directory, checkpoint_id, row_group_target_rows, marked=True)
 
 
 def resolve_checkpoint_pointer(pointer: str) -> CheckpointMetadata:
@@ -472,9 +587,8 @@ class FileSystemCheckpointStorage(CheckpointStorage):
 
     def initialize_location_for_checkpoint(self, checkpoint_id: int) -> FileSystemCheckpointStorageLocation:
         directory = _join(self.job_directory, f"chk-{checkpoint_id}")
-        fs, root = _fs(directory)
-        fs.makedirs(root, exist_ok=True)
-        return FileSystemCheckpointStorageLocation(directory, checkpoint_id, self.row_group_target_rows)
+        create_location_directory(directory)
+        return FileSystemCheckpointStorageLocation(directory, checkpoint_id, self.row_group_target_rows, marked=True)
 
     def initialize_location_for_savepoint(self, checkpoint_id: int,
                                           target_directory: Optional[str]) -> FileSystemCheckpointStorageLocation:

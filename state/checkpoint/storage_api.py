@@ -11,7 +11,14 @@ from typing import Optional
 from rill.state.checkpoint.metadata import CheckpointMetadata, OperatorSubtaskStateHandle
 from rill.state.checkpoint.operator_subtask_state import OperatorSubtaskState
 
-__all__ = ["CheckpointStorageLocation", "CheckpointStorage"]
+__all__ = ["CheckpointStorageLocation", "CheckpointStorage", "CheckpointLocationDisposedError"]
+
+
+class CheckpointLocationDisposedError(Exception):
+    """A subtask wrote into a checkpoint location that was disposed of meanwhile (its checkpoint
+    was aborted or subsumed while the asynchronous part ran); what it wrote was removed again.
+    Not a failure of the job: the checkpoint no longer exists, so there is nothing to
+    acknowledge."""
 
 
 class CheckpointStorageLocation(abc.ABC):
@@ -51,7 +58,9 @@ class CheckpointStorageLocation(abc.ABC):
 
     @abc.abstractmethod
     def dispose(self) -> None:
-        """Delete what was written here (an aborted or subsumed checkpoint); idempotent."""
+        """Delete what was written here (an aborted or subsumed checkpoint); idempotent. Safe
+        while subtasks still write into it: what they write after it is removed by the writers
+        themselves (:class:`CheckpointLocationDisposedError`), so nothing is left behind."""
 
 
 class CheckpointStorage(abc.ABC):

@@ -345,7 +345,8 @@ def test_finalize_is_atomic(tmp_path):
     with pytest.raises(ValueError, match=f"subtask 1: .* is not a file handle of {location.directory}"):
         location.finalize(CheckpointMetadata(3, 0, {OID: OperatorState(OID, 2, 128, {0: handle, 1: elsewhere})}))
     chk = tmp_path / JOB / "chk-3"
-    assert sorted(p.name for p in chk.iterdir()) == [OID]  # no _metadata, no temporary file
+    # no _metadata, no temporary file; the marker of a checkpoint being written is still there
+    assert sorted(p.name for p in chk.iterdir()) == [".in-progress", OID]
     # What a crash between writing and renaming leaves is not a completed checkpoint.
     (chk / "._metadata.inprogress-0123456789ab").write_text('{"format": "rill-snapshot"')
     assert storage.completed_checkpoints() == []

@@ -48,7 +48,10 @@ go the same way with ``SnapshotType.SAVEPOINT`` and a location from the storage'
 ``initialize_location_for_savepoint``; as Flink's they are forced (neither held back by
 ``max_concurrent_checkpoints`` nor by ``min_pause_ms``), never enter the completed checkpoint
 store (so retention never discards them, and recovery restores from checkpoints only), neither
-subsume nor are subsumed, and do not count towards the tolerable failures. Their future
+subsume nor are subsumed, and do not count towards the tolerable failures. Like checkpoints
+they are taken after tasks finished (FLIP-147): the same plan records the finished subtasks and an
+operator whose every subtask finished is fully finished in the savepoint's metadata, so a job
+restored from it does not run that operator again. Their future
 completes with the savepoint's directory (its external pointer).
 """
 
@@ -265,7 +268,8 @@ class CheckpointCoordinator:
             :meth:`stop_with_savepoint`).
         :returns: a future of the savepoint's directory. It fails with ``ValueError`` when
             there is no target directory (Flink's message), with a
-            :class:`CheckpointException` when not every task runs
+            :class:`CheckpointException` when a task is neither running nor finished, or
+            tasks finished with ``checkpoints_after_tasks_finish`` off, or every task finished
             (``NOT_ALL_REQUIRED_TASKS_RUNNING``), the coordinator is shut down, or the
             savepoint is aborted (declined, expired after ``timeout_ms``, a task failed), and
             with ``OSError`` when its directory cannot be created.
@@ -282,13 +286,15 @@ class CheckpointCoordinator:
             if self._shutdown:
                 future.set_exception(CheckpointException(CheckpointFailureReason.CHECKPOINT_COORDINATOR_SHUTDOWN))
                 return future
-            tasks = list(self._tasks())
-            not_running = [f"{t.task_name_with_subtasks} is {state.name}" for t, state in tasks
-                           if state is not ExecutionState.RUNNING]
-            if not tasks or not_running:
+            # the same plan as a checkpoint's (Flink's CheckpointPlanCalculator serves both): tasks
+            # that finished are recorded as finished, their running consumers are triggered
+            plan, why = calculate_checkpoint_plan(list(self._tasks()), self.options.checkpoints_after_tasks_finish,
+                                                  self._finishing_attempts)
+            if plan is None:
                 future.set_exception(CheckpointException(CheckpointFailureReason.NOT_ALL_REQUIRED_TASKS_RUNNING,
-                                                         f"({', '.join(not_running) or 'no task'})"))
+                                                         f"({why})"))
                 return future
+            tasks = plan.tasks_to_wait_for
             checkpoint_id = next(self._ids)
             timestamp = _now_ms()
             try:
@@ -299,14 +305,16 @@ class CheckpointCoordinator:
                 return future
             pending = PendingCheckpoint(
                 self.job_id, checkpoint_id, timestamp,
-                {t.tdd.attempt_id: t.task_name_with_subtasks for t, _ in tasks}, self._operators, location,
-                SnapshotType.SAVEPOINT, coordinator_states)
+                {t.tdd.attempt_id: t.task_name_with_subtasks for t in tasks}, self._operators, location,
+                SnapshotType.SAVEPOINT, coordinator_states,
+                finished_subtasks=[(str(t.tdd.vertex.get_id()), t.tdd.subtask_index) for t in plan.finished_tasks])
             self._pending[checkpoint_id] = pending
             self._savepoint_futures[checkpoint_id] = future
             pending.cancellable = self._timer.schedule(self.options.timeout_ms, lambda: self._on_timeout(checkpoint_id))
-            self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks))
+            self.stats_tracker.report_pending_checkpoint(checkpoint_id, timestamp, len(tasks), is_savepoint=True,
+                                                         is_synchronous=stop_mode is not None)
             options = CheckpointOptions(SnapshotType.SAVEPOINT, location, self._savepoint_alignment, stop_mode)
-            sources = [t for t, _ in tasks if not t.tdd.input_gates]
+            sources = plan.tasks_to_trigger
         _LOG.info("Triggering %ssavepoint %d of job %s into %s", "synchronous " if stop_mode else "", checkpoint_id,
                   self.job_id, location.location_reference)
         for t in sources:

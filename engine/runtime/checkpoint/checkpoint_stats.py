@@ -141,6 +141,10 @@ class CheckpointStats:
     failure_message: Optional[str] = None
     external_path: Optional[str] = None
     subtask_stats: Tuple[SubtaskStateStats, ...] = ()
+    #: a savepoint rather than a checkpoint (Flink's ``CheckpointProperties.isSavepoint``)
+    is_savepoint: bool = False
+    #: a stop-with-savepoint's synchronous savepoint (Flink's ``SavepointType.isSynchronous``)
+    is_synchronous: bool = False
 
     @property
     def persisted_data_bytes(self) -> int:
@@ -185,7 +189,10 @@ class CheckpointStatsSnapshot:
 
     :param counts: :class:`CheckpointStatsCounts`.
     :param history: the latest :data:`DEFAULT_HISTORY_SIZE` checkpoints, newest first.
-    :param latest_completed: the newest completed one, or ``None``.
+    :param latest_completed: the newest completed checkpoint (not a savepoint, as Flink's
+        ``getLatestCompletedCheckpoint``), or ``None``.
+    :param latest_savepoint: the newest completed savepoint (Flink's ``getLatestSavepoint``),
+        or ``None``.
     :param latest_failed: the newest failed one, or ``None``.
     :param summary: :class:`CompletedCheckpointStatsSummary` over every completed checkpoint.
     """
@@ -195,6 +202,7 @@ class CheckpointStatsSnapshot:
     latest_completed: Optional[CheckpointStats] = None
     latest_failed: Optional[CheckpointStats] = None
     summary: CompletedCheckpointStatsSummary = field(default_factory=CompletedCheckpointStatsSummary)
+    latest_savepoint: Optional[CheckpointStats] = None
 
     def get_summary_stats(self) -> CompletedCheckpointStatsSummary:
         """Flink's ``getSummaryStats``."""
@@ -223,15 +231,19 @@ class CheckpointStatsTracker:
         self._counts = CheckpointStatsCounts()
         self._latest_completed: Optional[CheckpointStats] = None
         self._latest_failed: Optional[CheckpointStats] = None
+        self._latest_savepoint: Optional[CheckpointStats] = None
         # figure name -> the newest values of completed checkpoints
         self._summary_values: Dict[str, Deque[float]] = {
             f.name: collections.deque(maxlen=SUMMARY_WINDOW) for f in fields(CompletedCheckpointStatsSummary)}
 
-    def report_pending_checkpoint(self, checkpoint_id: int, trigger_timestamp: int, number_of_subtasks: int) -> None:
-        """A checkpoint was triggered."""
+    def report_pending_checkpoint(self, checkpoint_id: int, trigger_timestamp: int, number_of_subtasks: int,
+                                  is_savepoint: bool = False, is_synchronous: bool = False) -> None:
+        """A checkpoint (or, with ``is_savepoint``, a savepoint; ``is_synchronous`` for
+        stop-with-savepoint's) was triggered."""
         with self._lock:
             self._stats[checkpoint_id] = CheckpointStats(checkpoint_id, CheckpointStatsStatus.IN_PROGRESS,
-                                                         trigger_timestamp, number_of_subtasks)
+                                                         trigger_timestamp, number_of_subtasks,
+                                                         is_savepoint=is_savepoint, is_synchronous=is_synchronous)
             self._order.append(checkpoint_id)
             self._trim()
             c = self._counts
@@ -293,8 +305,11 @@ class CheckpointStatsTracker:
                 number_of_completed_checkpoints=c.number_of_completed_checkpoints + completed,
                 number_of_failed_checkpoints=c.number_of_failed_checkpoints + (not completed))
             self._trim()
-            if completed:
+            if completed and s.is_savepoint:
+                self._latest_savepoint = s
+            elif completed:
                 self._latest_completed = s
+            if completed:
                 values = self._summary_values
                 values["end_to_end_duration_ms"].append(s.end_to_end_duration_ms)
                 values["state_size_bytes"].append(s.state_size_bytes)
@@ -313,4 +328,4 @@ class CheckpointStatsTracker:
             summary = CompletedCheckpointStatsSummary(
                 **{name: StatsSummary.of(list(v)) for name, v in self._summary_values.items()})
             return CheckpointStatsSnapshot(self._counts, history, self._latest_completed, self._latest_failed,
-                                           summary)
+                                           summary, self._latest_savepoint)

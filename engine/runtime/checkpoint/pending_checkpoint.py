@@ -7,6 +7,7 @@ checkpoint does not wait for (a restarted task's old attempt, say) is refused.
 from __future__ import annotations
 
 import enum
+import logging
 from dataclasses import dataclass
 from typing import Dict, Iterable, Mapping, Optional, Set, Tuple
 
@@ -19,6 +20,8 @@ from rill.state.checkpoint.metadata import (
 from rill.state.checkpoint.storage import CheckpointStorageLocation
 
 __all__ = ["PendingCheckpoint", "TaskAcknowledgeResult", "OperatorInfo"]
+
+_LOG = logging.getLogger(__name__)
 
 
 class TaskAcknowledgeResult(enum.Enum):
@@ -163,4 +166,8 @@ class PendingCheckpoint:
         self.disposed = True
         if self.cancellable is not None:
             self.cancellable.cancel()
-        self.location.dispose()
+        try:
+            self.location.dispose()
+        except Exception:  # noqa: BLE001 - as Flink's discard of an aborted checkpoint: logged, the job goes on
+            _LOG.exception("Could not discard aborted checkpoint %d at %s", self.checkpoint_id,
+                           self.location.location_reference)

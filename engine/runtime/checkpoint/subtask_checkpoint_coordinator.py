@@ -51,6 +51,7 @@ from rill.runtime.checkpoint.channel_state_writer import ChannelStateWriter
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import CheckpointMetaData, CheckpointMetrics, CheckpointOptions
 from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
+from rill.state.checkpoint.storage_api import CheckpointLocationDisposedError
 
 __all__ = ["SubtaskCheckpointCoordinator"]
 
@@ -216,7 +217,9 @@ class SubtaskCheckpointCoordinator:
             metrics = CheckpointMetrics(sync_ms, (time.monotonic_ns() - start_ns) / 1e6, alignment_ms,
                                         start_delay_ms, size, persisted, options.is_unaligned())
         except Exception as e:  # noqa: BLE001 - Flink's CHECKPOINT_ASYNC_EXCEPTION
-            _LOG.warning("%s: checkpoint %d failed writing its state: %s", self._name, checkpoint_id, e)
+            # a location disposed of meanwhile is a checkpoint aborted meanwhile: not worth a warning
+            _LOG.log(logging.DEBUG if isinstance(e, CheckpointLocationDisposedError) else logging.WARNING,
+                     "%s: checkpoint %d failed writing its state: %s", self._name, checkpoint_id, e)
             self._responder.decline_checkpoint(self._attempt_id, checkpoint_id, CheckpointException(
                 CheckpointFailureReason.CHECKPOINT_ASYNC_EXCEPTION, f"{self._name}: {type(e).__name__}: {e}"))
             return

@@ -221,20 +221,25 @@ def _checkpoint_statistics(c) -> Dict:
     """One entry of ``history`` / ``latest`` (Flink's ``CheckpointStatistics`` and its subclasses:
     ``CompletedCheckpointStatistics`` adds ``external_path`` and ``discarded``,
     ``FailedCheckpointStatistics`` adds ``failure_timestamp`` (epoch ms) and ``failure_message``,
-    ``PendingCheckpointStatistics`` nothing). Rill does not tell savepoints apart in its
-    statistics: ``is_savepoint`` is false, ``savepointFormat`` null, ``latest.savepoint`` null;
-    ``tasks`` is empty (no per-vertex details endpoint yet)."""
+    ``PendingCheckpointStatistics`` nothing). A savepoint has ``is_savepoint`` true, Flink's
+    ``savepointFormat`` ``"CANONICAL"`` (Rill writes one format, its Parquet layout, for both) and
+    ``checkpoint_type`` ``SAVEPOINT`` (``SYNC_SAVEPOINT`` for stop-with-savepoint's); ``tasks``
+    is empty (no per-vertex details endpoint yet)."""
     status = c.status.name
+    if c.is_savepoint:  # Flink's CheckpointStatistics.RestAPICheckpointType
+        checkpoint_type = "SYNC_SAVEPOINT" if c.is_synchronous else "SAVEPOINT"
+    else:
+        checkpoint_type = "UNALIGNED_CHECKPOINT" if c.unaligned_checkpoint else "CHECKPOINT"
     body = {"className": {"COMPLETED": ".CompletedCheckpointStatistics", "FAILED": ".FailedCheckpointStatistics"}
             .get(status, ".PendingCheckpointStatistics"),
-            "id": c.checkpoint_id, "status": status, "is_savepoint": False, "savepointFormat": None,
+            "id": c.checkpoint_id, "status": status, "is_savepoint": c.is_savepoint,
+            "savepointFormat": "CANONICAL" if c.is_savepoint else None,
             "trigger_timestamp": c.trigger_timestamp, "latest_ack_timestamp": c.latest_ack_timestamp,
             "checkpointed_size": c.state_size_bytes, "state_size": c.state_size_bytes,
             "end_to_end_duration": c.end_to_end_duration_ms, "alignment_buffered": 0, "processed_data": 0,
             "persisted_data": c.persisted_data_bytes, "num_subtasks": c.number_of_subtasks,
             "num_acknowledged_subtasks": c.number_of_acknowledged_subtasks,
-            # Flink's CheckpointStatistics.RestAPICheckpointType
-            "checkpoint_type": "UNALIGNED_CHECKPOINT" if c.unaligned_checkpoint else "CHECKPOINT",
+            "checkpoint_type": checkpoint_type,
             "tasks": {}}
     if status == "COMPLETED":
         body.update({"external_path": c.external_path, "discarded": False})
@@ -264,7 +269,8 @@ def checkpointing_statistics(snapshot) -> Dict:
                     "persisted_data": _summary(summary.persisted_data_bytes)},
         "latest": {"completed": (None if snapshot.latest_completed is None
                                  else _checkpoint_statistics(snapshot.latest_completed)),
-                   "savepoint": None,
+                   "savepoint": (None if snapshot.latest_savepoint is None
+                                 else _checkpoint_statistics(snapshot.latest_savepoint)),
                    "failed": None if snapshot.latest_failed is None else _checkpoint_statistics(snapshot.latest_failed),
                    "restored": None},
         "history": [_checkpoint_statistics(c) for c in snapshot.history],

@@ -35,8 +35,7 @@ class Slow(MapFunction):
 def _slow_job(env) -> None:
     env.enable_checkpointing(100)
     env.get_configuration().set_string("rill.source.batch-size", "10")
-    # one source subtask: a subtask without a split would finish at once, and a savepoint needs
-    # every task running
+    # one source subtask: a parallel one without a split would finish at once
     env.set_parallelism(1)
     env.from_collection(list(range(N))).map(Slow()).key_by(lambda i: i % 3).reduce(lambda a, b: a + b) \
         .set_parallelism(2).add_sink(lambda v: None).set_parallelism(2)
@@ -98,7 +97,20 @@ def _exercise(http: Http, token: str, client, tmp_path: Path) -> None:
                               "in_progress": 0, "completed": stats.counts.number_of_completed_checkpoints,
                               "failed": stats.counts.number_of_failed_checkpoints}
     assert [h["id"] for h in body["history"]] == [c.checkpoint_id for c in stats.history]
-    assert body["latest"]["completed"]["external_path"] == stopped["operation"]["location"]
+    # savepoints are told apart (Flink's is_savepoint, savepointFormat, RestAPICheckpointType) and
+    # latest.savepoint is the stop's, latest.completed the newest checkpoint (not a savepoint)
+    kinds = {resolve_checkpoint_pointer(location).checkpoint_id: "SAVEPOINT",
+             resolve_checkpoint_pointer(stopped["operation"]["location"]).checkpoint_id: "SYNC_SAVEPOINT"}
+    history = {h["id"]: (h["is_savepoint"], h["savepointFormat"], h["checkpoint_type"]) for h in body["history"]}
+    assert history == {i: (True, "CANONICAL", kinds[i]) if i in kinds else (False, None, "CHECKPOINT")
+                       for i in history}
+    assert max(history) in kinds  # the stop's savepoint came last
+    savepoint = body["latest"]["savepoint"]
+    assert savepoint.keys() == F.COMPLETED_CHECKPOINT_STATISTICS
+    assert (savepoint["external_path"], savepoint["is_savepoint"], savepoint["checkpoint_type"]) == (
+        stopped["operation"]["location"], True, "SYNC_SAVEPOINT")
+    assert body["latest"]["completed"]["id"] not in kinds and body["latest"]["completed"]["is_savepoint"] is False
+    assert body["latest"]["completed"]["id"] == stats.latest_completed.checkpoint_id
     assert body["summary"]["end_to_end_duration"].keys() == {"min", "max", "avg", "p50", "p90", "p95", "p99", "p999"}
 
 
@@ -119,7 +131,71 @@ def _cancel_with_savepoint(http: Http, token: str, client, tmp_path: Path) -> No
     assert http.poll(f"/jobs/{job}", lambda b: b["state"] == "CANCELED", deadline_s=TIMEOUT_S)["state"] == "CANCELED"
     stats = client.get_checkpoint_stats()
     assert max(c.checkpoint_id for c in stats.history) == savepoint_id
-    assert stats.latest_completed.external_path == location
+    assert stats.latest_savepoint.external_path == location and stats.latest_savepoint.is_savepoint
+    assert not stats.latest_completed.is_savepoint and stats.latest_completed.checkpoint_id < savepoint_id
+
+
+def _with_a_finished_source(env) -> None:
+    """A 3-record source ("Short", uid ``short``) that ends at once, unioned with the slow job's
+    input that keeps the job running (FLIP-147: the job stays checkpointable)."""
+    env.enable_checkpointing(100)
+    env.get_configuration().set_string("rill.source.batch-size", "10")
+    env.set_parallelism(1)
+    short = env.from_collection([-1, -2, -3]).uid("short").name("Short")
+    short.union(env.from_collection(list(range(N))).map(Slow())).key_by(lambda i: i % 3) \
+        .reduce(lambda a, b: a + b).add_sink(lambda v: None)
+
+
+def _wait_short_finished(client) -> None:
+    """A checkpoint completed without the short source: it finished, the rest runs."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while time.monotonic() < deadline:
+        stats = client.get_checkpoint_stats()
+        if stats is not None and any(c.status is CheckpointStatsStatus.COMPLETED
+                                     and "Source: Short" not in {s.task_name for s in c.subtask_stats}
+                                     for c in stats.history):
+            return
+        assert not client.is_done(), "the job ended before the short source finished"
+        time.sleep(0.02)
+    raise AssertionError("no checkpoint completed after the short source finished")
+
+
+def _savepoint_after_a_source_finished(http: Http, token: str, client, tmp_path: Path) -> None:
+    """``POST /jobs/:id/savepoints`` once a source finished completes (it was refused before
+    FLIP-147's savepoints); the metadata holds that source fully finished; the job runs on."""
+    _wait_short_finished(client)
+    job = client.get_job_id()
+    status, body = http.request("POST", f"/jobs/{job}/savepoints", {"Authorization": f"Bearer {token}"},
+                                {"target-directory": str(tmp_path / "sp")})
+    assert status == 202
+    done = http.poll(f"/jobs/{job}/savepoints/{body['request-id']}", lambda b: b["status"]["id"] == "COMPLETED",
+                     deadline_s=TIMEOUT_S)
+    assert "operation" in done and "location" in done["operation"], done
+    short = [op for op in resolve_checkpoint_pointer(done["operation"]["location"]).operator_states.values()
+             if op.uid == "short"]
+    assert [(op.fully_finished, op.subtask_states) for op in short] == [(True, {})]
+    client.get_job_execution_result().result(TIMEOUT_S)
+    assert client.get_job_status() is JobStatus.FINISHED
+
+
+def test_a_savepoint_after_a_source_finished_through_the_embedded_endpoint(embedded_rest, tmp_path):
+    conf = Configuration()
+    conf.set_string("rest.port", "0")
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _with_a_finished_source(env)
+    client = env.execute_async("rest savepoint after a source finished")
+    _savepoint_after_a_source_finished(Http(client.get_web_interface_url()), embedded_rest.rest_bearer_token(),
+                                       client, tmp_path)
+
+
+def test_a_savepoint_after_a_source_finished_through_the_cluster_endpoint(cluster, cluster_rest, tmp_path):
+    conf = Configuration()
+    conf.set(ConfigOptions.EXECUTION_TARGET, cluster.address)
+    conf.set(ConfigOptions.SECURITY_CLUSTER_SECRET_FILE, str(cluster.secret_file))
+    env = StreamExecutionEnvironment.get_execution_environment(conf)
+    _with_a_finished_source(env)
+    client = env.execute_async("cluster rest savepoint after a source finished")
+    _savepoint_after_a_source_finished(cluster_rest[0], _cluster_token(cluster), client, tmp_path)
 
 
 def _running_embedded(name: str):
