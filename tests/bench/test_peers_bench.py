@@ -1,14 +1,12 @@
 """The bytewax side-by-side (bench/peers.py, bench/bytewax_flows.py): every flow gives the
 loop's exact output on a small input, the comparison checks each side on every repetition, and
-a bytewax flow that computes something else fails the check. Skipped without the
-``bench-peers`` extra. Speed is never asserted."""
+a bytewax flow that computes something else fails the check. bytewax is in the ``test`` extra
+(a missing one fails, it never skips). Speed is never asserted."""
 
 import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("bytewax", reason="the bench-peers extra (bytewax==0.21.*) is not installed")
 
 _ROOT = str(Path(__file__).resolve().parents[2])
 if _ROOT not in sys.path:  # bench/ is a top-level folder of the repository, not installed
