@@ -172,6 +172,19 @@ class LocalCluster:
             pooled = self.pooled_processes(te)
             assert len(pooled) <= self.pool_size, f"TaskExecutor {te} pools {sorted(pooled)}, more than {self.pool_size}"
 
+    def cancel_running_jobs(self) -> None:
+        """Cancel every job of this cluster that has not ended and wait (15 s at most) for
+        their task processes: after a test failed with a job still running, the tests that
+        share the cluster start on a clean one instead of failing its leftover check too."""
+        from rill.runtime.cluster.client import ClusterClient  # noqa: PLC0415 - only after a failure
+        client = ClusterClient("127.0.0.1", self.port, bytes.fromhex(self.info()["secret_hex"]))
+        for job_id, _name, status, _submitted, ended in client.overview().jobs:
+            if ended is None:
+                client.cancel(job_id)
+        deadline = time.monotonic() + 15
+        while self.task_processes() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
     def stop(self) -> None:
         self.remember_processes_silently()
         for port in [*self.members, self.port]:
@@ -279,7 +292,11 @@ def execution_mode(request, monkeypatch):
     monkeypatch.setenv("RILL_EXECUTION_TARGET", c.address)
     yield request.param
     # nothing a test's jobs started may outlive it (a cancelled or failed job included)
-    c.wait_no_task_processes(task_executor_pids=c.shared_task_executor_pids)
+    try:
+        c.wait_no_task_processes(task_executor_pids=c.shared_task_executor_pids)
+    except AssertionError:
+        c.cancel_running_jobs()
+        raise
 
 
 @pytest.fixture

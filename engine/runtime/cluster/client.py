@@ -15,7 +15,7 @@ import os
 import threading
 import time
 import uuid
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import cloudpickle
 
@@ -112,12 +112,12 @@ class ClusterClient:
             return client
 
     def ask(self, target, message, timeout_s: float = ASK_TIMEOUT_S):
-        """Send ``message`` and wait for the reply.
+        """Send ``message`` and wait for its reply: the first message that answers it (see
+        :func:`answers`); a late reply to an earlier ask that timed out is dropped.
 
         :raises ClusterNotRunningError: when no reply arrives within ``timeout_s``.
         """
-        with self._lock:
-            reply = self._system.ask(target, message, timeout_s)
+        reply = self.ask_until(target, message, answers(message), time.monotonic() + timeout_s)
         if reply is None:
             raise ClusterNotRunningError(
                 f"The cluster at cluster://{self.host}:{self.port} did not answer {type(message).__name__} "
@@ -231,6 +231,32 @@ class ClusterClient:
                 collect.close()
             raise JobSubmissionException(job_id, f"The cluster refused job '{job_name}' ({job_id}): {reply.message}")
         return ClusterJobClient(self, job_id, job_name, collect_channel, collect, channel_ids)
+
+
+def answers(request) -> Callable[[Any], bool]:
+    """Which messages answer ``request`` (same job and operation where the reply names them).
+
+    Thespian's ``ActorSystem.ask`` returns whatever arrives next, and a reply that comes after
+    its ask timed out arrives at the next ask: under load a ``RequestLeaders`` was once
+    answered with a ``JobStatusReport``. Requests not listed here take any reply.
+    """
+    job_id = getattr(request, "job_id", None)
+    if isinstance(request, m.RequestLeaders):
+        return lambda r: isinstance(r, m.Leaders)
+    if isinstance(request, m.RequestClusterOverview):
+        return lambda r: isinstance(r, m.ClusterOverview)
+    if isinstance(request, m.RequestJobStatus):
+        return lambda r: isinstance(r, (m.JobStatusReport, m.UnknownJob)) and r.job_id == job_id
+    if isinstance(request, m.CancelJob):
+        return lambda r: isinstance(r, m.CancelAck) and r.job_id == job_id
+    if isinstance(request, m.SubmitJob):
+        return lambda r: (isinstance(r, m.JobSubmitted) and r.job_id == job_id) or isinstance(r, m.JobSubmissionFailed)
+    if isinstance(request, m.TriggerSavepoint):
+        return lambda r: isinstance(r, (m.SavepointTriggered, m.SavepointStatusReport)) and r.job_id == job_id
+    if isinstance(request, m.RequestSavepointStatus):
+        return lambda r: (isinstance(r, m.SavepointStatusReport) and r.job_id == job_id
+                          and r.trigger_id == request.trigger_id)
+    return lambda r: True
 
 
 def _start_collect(job_graph, channel):
