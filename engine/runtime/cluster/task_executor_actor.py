@@ -30,7 +30,7 @@ import logging
 import os
 import time
 from datetime import timedelta
-from typing import Any, Dict
+from typing import Any, Dict, Optional
 
 from thespian.actors import Actor, ActorExitRequest, ChildActorExited, PoisonMessage, WakeupMessage
 
@@ -65,6 +65,8 @@ class TaskExecutorActor(Actor):
         self.job_masters = {}  # job id → monotonic seconds of its JobMaster's last heartbeat
         self.watch = ParentWatch()
         self.exiting = False
+        #: why this TaskExecutor is exiting on its own (its ResourceManager is gone), if it is
+        self.lost: Optional[str] = None
         self.last_ack = time.monotonic()
         self.pool_size = 0
         self.pool: Dict[str, Any] = {}  # address → pooled task process, ready
@@ -136,9 +138,10 @@ class TaskExecutorActor(Actor):
             entry = self.tasks.pop(str(msg.childAddress), None)
             if entry is not None:  # the JobMaster knows whether the task was done with it
                 start = entry[1]
+                why = f": the TaskExecutor stopped it because {self.lost}" if self.lost else ""
                 self.send(start.job_master, m.TaskProcessFailed(
                     start.attempt_id, f"the process of task {start.task_name} exited (TaskExecutor "
-                                      f"{self.resource_id})"))
+                                      f"{self.resource_id}){why}"))
                 if not any(s.job_id == start.job_id for _, s in self.tasks.values()):
                     self.job_masters.pop(start.job_id, None)  # done here: no more heartbeats expected
         elif isinstance(msg, ActorExitRequest):
@@ -155,12 +158,15 @@ class TaskExecutorActor(Actor):
         now = time.monotonic()
         lost = None
         if self.watch.parent_died():
-            lost = f"its ResourceManager (pid {self.watch.parent_pid}) exited"
+            lost = f"the ResourceManager (pid {self.watch.parent_pid}) exited"
         elif now - self.last_ack > self.heartbeat_timeout_s:
             lost = (f"its ResourceManager answered no heartbeat for {int(self.heartbeat_timeout_s * 1000)} ms "
                     "(heartbeat.timeout)")
         if lost is not None:
             log.error("TaskExecutor %s: %s: stopping its tasks and exiting", self.resource_id, lost)
+            # the JobMaster may hear of the task processes' exits before of the ResourceManager's:
+            # their reports carry the cause
+            self.lost = lost
             self.exiting = True
             self.send(self.myAddress, ActorExitRequest())
             return
