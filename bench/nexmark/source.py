@@ -23,7 +23,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Iterator, List, Optional
 
-from rill.common.connector.source import Source, SourceReader, SourceSplit
+from rill.common.connector.source import Source, SourceReader, SourceSplit, SplitEnumerator
 from rill.common.time import Duration
 from rill.common.watermark_strategy import WatermarkStrategy
 
@@ -31,7 +31,7 @@ from bench.nexmark.config import NexmarkConfiguration
 from bench.nexmark.generator import block_events, generate_block, num_blocks
 from bench.nexmark.model import date_time
 
-__all__ = ["NexmarkSource", "NexmarkSplit", "NexmarkReader", "event_date_time", "nexmark_watermark_strategy"]
+__all__ = ["NexmarkSource", "NexmarkSplit", "NexmarkReader", "NexmarkSplitEnumerator", "event_date_time", "nexmark_watermark_strategy"]
 
 
 @dataclass(frozen=True)
@@ -85,6 +85,31 @@ class NexmarkReader(SourceReader):
         os.replace(name + ".tmp", name + ".pkl")
 
 
+class NexmarkSplitEnumerator(SplitEnumerator):
+    """Split ``first_block`` goes to subtask ``first_block % parallelism`` only, as each of
+    nexmark-flink's parallel generators generates its own share. Handed out first come, first
+    served, a subtask that started late (its process forked later, on a loaded machine) could
+    find its split taken by a subtask that had finished its own: that reader would read it after
+    its first, behind its own watermark, and the windows would drop those events as late.
+
+    :param splits: the splits not assigned yet.
+    :param parallelism: the source's parallelism (a restore at another one reassigns by it).
+    """
+
+    def __init__(self, splits: List[NexmarkSplit], parallelism: int):
+        self._pending = {i: [] for i in range(parallelism)}
+        for split in splits:
+            self._pending[split.first_block % parallelism].append(split)
+
+    def handle_split_request(self, subtask_index: int) -> Optional[NexmarkSplit]:
+        pending = self._pending.get(subtask_index)
+        return pending.pop(0) if pending else None
+
+    def snapshot_state(self, checkpoint_id: int) -> List[NexmarkSplit]:
+        """The splits not assigned yet."""
+        return [split for pending in self._pending.values() for split in pending]
+
+
 class NexmarkSource(Source):
     """Nexmark's events (tuples of ``Person``, ``Auction``, ``Bid`` of :mod:`bench.nexmark.model`) for a
     :class:`NexmarkConfiguration`, bounded at ``config.num_events``; one split per subtask.
@@ -104,6 +129,12 @@ class NexmarkSource(Source):
     def create_splits(self, parallelism: int) -> List[SourceSplit]:
         n = num_blocks(self.config)
         return [NexmarkSplit(i, parallelism) for i in range(min(parallelism, n))]
+
+    def create_enumerator(self, parallelism: int) -> NexmarkSplitEnumerator:
+        return NexmarkSplitEnumerator(self.create_splits(parallelism), parallelism)
+
+    def restore_enumerator(self, parallelism: int, checkpoint: List[NexmarkSplit]) -> NexmarkSplitEnumerator:
+        return NexmarkSplitEnumerator(list(checkpoint), parallelism)
 
     def create_reader(self) -> SourceReader:
         return NexmarkReader(self.config, self.emission_log_dir)
