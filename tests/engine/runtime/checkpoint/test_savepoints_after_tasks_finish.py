@@ -14,53 +14,17 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from rill.common.functions import KeyedProcessFunction, MapFunction
-from rill.common.streamrecord import MAX_TIMESTAMP
 from rill.datastream import StreamExecutionEnvironment
 from rill.graph.states import JobStatus
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus
-from rill.state import ValueStateDescriptor
 from rill.state.checkpoint.filesystem import resolve_checkpoint_pointer
 from rill.state.checkpoint.metadata import SnapshotType
+from test_savepoints import CountAtEnd, Slow
 
 TIMEOUT_S = 120
 SHORT = 3
 LONG = 1500
 SHORT_TASK = "Source: Short"
-
-
-class Slow(MapFunction):
-    def __init__(self, delay_s: float):
-        self.delay_s = delay_s
-
-    def map(self, value):
-        if self.delay_s:
-            time.sleep(self.delay_s)
-        return value
-
-
-class CountAtEnd(KeyedProcessFunction):
-    """Counts per key (``short`` / ``long``); appends ``key,count`` to ``out`` when the
-    end-of-time timer fires (the end of input's ``MAX_WATERMARK``)."""
-
-    def __init__(self, out: str):
-        self.out = out
-
-    def open(self, ctx):
-        self.count = ctx.get_state(ValueStateDescriptor("count"))
-
-    def process_element(self, value, ctx):
-        n = self.count.value()
-        if n is None:
-            n = 0
-            ctx.timer_service().register_event_time_timer(MAX_TIMESTAMP)
-        self.count.update(n + 1)
-        return iter(())
-
-    def on_timer(self, timestamp, ctx):
-        with open(self.out, "a") as f:
-            f.write(f"{ctx.get_current_key()},{self.count.value()}\n")
-        return iter(())
 
 
 def _job(env, out: Path, delay_s: float, interval_ms: int = 100, **settings):
