@@ -5,28 +5,29 @@ batch, the job ending after every call."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 import pytest
 
 from rill.datastream import AsyncDataStream
 from rill.runtime.errors import JobExecutionException
 
-STATS: dict = {}
-
-
 class BatchRecorder:
-    """Stores every batch after awaiting 5 ms; counts the calls in flight at once."""
+    """Awaits 5 ms per batch and appends the batch and the calls in flight at its start to
+    ``path`` (a file, so the test reads them in the cluster mode too, where the sink runs in a
+    task process)."""
 
-    def __init__(self, name):
-        self.name = name
+    def __init__(self, path):
+        self.path = str(path)
+        self.in_flight = 0
 
     async def invoke_batch(self, values):
-        stats = STATS.setdefault(self.name, {"in_flight": 0, "peak": 0, "batches": []})
-        stats["in_flight"] += 1
-        stats["peak"] = max(stats["peak"], stats["in_flight"])
+        self.in_flight += 1
+        peak = self.in_flight
         await asyncio.sleep(0.005)
-        stats["in_flight"] -= 1
-        stats["batches"].append(values)
+        self.in_flight -= 1
+        with open(self.path, "a") as f:
+            f.write(json.dumps([peak, list(values)]) + "\n")
 
 
 class FailsOnSeven:
@@ -35,15 +36,16 @@ class FailsOnSeven:
             raise ValueError("the bulk insert refused 7")
 
 
-def test_batches_cover_every_record_once_in_bounded_batches_and_bounded_concurrency(env):
-    AsyncDataStream.add_batch_sink(env.from_collection(list(range(1000))), BatchRecorder("ok"),
+def test_batches_cover_every_record_once_in_bounded_batches_and_bounded_concurrency(env, tmp_path):
+    AsyncDataStream.add_batch_sink(env.from_collection(list(range(1000))), BatchRecorder(tmp_path / "batches"),
                                    batch_size=64, capacity=4)
     env.execute("batch sink")  # returns once every call has finished
-    batches = STATS["ok"]["batches"]
+    rows = [json.loads(line) for line in (tmp_path / "batches").read_text().splitlines()]
+    batches = [b for _, b in rows]
     assert sorted(v for b in batches for v in b) == list(range(1000))
     assert all(1 <= len(b) <= 64 and b == sorted(b) for b in batches)
     assert len(batches) >= 1000 // 64
-    assert STATS["ok"]["peak"] == 4
+    assert max(peak for peak, _ in rows) == 4
 
 
 def test_a_failing_batch_fails_the_job_with_the_cause(env):
