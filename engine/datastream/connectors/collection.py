@@ -36,7 +36,7 @@ class _CollectionReader(_RangeReader):
     def read(self, split: _RangeSplit) -> Iterator[List[Any]]:
         els, step = self._elements, self.batch_size
         for i in range(split.start, split.end, step):
-            batch = list(els[i:min(i + step, split.end)])
+            batch = els[i:min(i + step, split.end)]  # a new list: ``els`` is one (see CollectionSource)
             self.progress_units += len(batch)
             yield batch
 

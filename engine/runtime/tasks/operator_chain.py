@@ -2,7 +2,8 @@
 (Flink's ``OperatorChain``).
 
 Built from the vertex's StreamConfigs: each operator is a fresh copy from its factory; chained
-successors are reached through :class:`ChainingOutput` (same thread, batches passed as lists),
+successors are reached through :class:`ChainingOutput` (same thread, batches passed as lists;
+runs of chained maps and filters through one fused loop, see :mod:`rill.runtime.tasks.fused_chain`),
 non-chained out edges through :class:`RecordWriterOutput` (the network). Operators are kept in
 Flink's order (depth-first post-order: the tail first, the head last), opened in that order so
 that a successor is ready before its predecessor emits, and finished head first.
@@ -22,10 +23,10 @@ from typing import Any, Callable, Dict, List, Tuple
 from rill.common.type_conversion import value_converter
 from rill.operators.base import TwoInputStreamOperator, attribute_error
 from rill.operators.context import StreamOperatorContext
+from rill.runtime.tasks.fused_chain import chaining_output
 from rill.runtime.tasks.outputs import (
     NO_OUTPUT,
     BroadcastingOutput,
-    ChainingOutput,
     RecordWriterOutput,
     TaggedOutput,
     TypeConvertingOutput,
@@ -78,7 +79,7 @@ class OperatorChain:
         for edge in cfg.chained_outputs:
             child = self._create(edge.target_id)
             target = self._configs[edge.target_id]
-            route(edge, ChainingOutput(child, target.operator_name), cfg.is_source or _is_sink(target))
+            route(edge, chaining_output(child, target.operator_name), cfg.is_source or _is_sink(target))
         for edge in cfg.non_chained_outputs:
             writer = self._writer_by_edge[id(edge)]
             route(edge, RecordWriterOutput(writer, _target_name(edge, self.vertex)), True)
