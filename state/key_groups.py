@@ -172,22 +172,17 @@ def stable_key_hash(key: Any) -> int:
     )
 
 
+_U32 = _struct.Struct("<I")
+
+
 def _murmur_int(code: int) -> int:
-    """Flink's ``MathUtils.murmurHash(int)``: murmur3 finalization of a 32-bit code, non-negative."""
-    code &= 0xFFFFFFFF
-    code = (code * 0xCC9E2D51) & 0xFFFFFFFF
-    code = ((code << 15) | (code >> 17)) & 0xFFFFFFFF
-    code = (code * 0x1B873593) & 0xFFFFFFFF
-    code = ((code << 13) | (code >> 19)) & 0xFFFFFFFF
-    code = (code * 5 + 0xE6546B64) & 0xFFFFFFFF
-    code ^= 4
-    code ^= code >> 16
-    code = (code * 0x85EBCA6B) & 0xFFFFFFFF
-    code ^= code >> 13
-    code = (code * 0xC2B2AE35) & 0xFFFFFFFF
-    code ^= code >> 16
-    if code >= 0x80000000:
-        code -= 1 << 32
+    """Flink's ``MathUtils.murmurHash(int)``: murmur3 finalization of a 32-bit code, non-negative.
+
+    Flink's steps (mix the code as one 4-byte block into a zero state, ``^ 4``, ``fmix32``) are
+    exactly MurmurHash3_x86_32 of the code's four little-endian bytes with seed 0, so ``mmh3``
+    computes them in C (about 4x faster than the same steps in Python ints; this runs once per
+    new key of every HASH exchange)."""
+    code = mmh3.hash(_U32.pack(code & 0xFFFFFFFF), 0)
     if code >= 0:
         return code
     if code != -(1 << 31):

@@ -25,6 +25,7 @@ from rill.state import (
     compute_operator_index_for_key_group,
     stable_key_hash,
 )
+from rill.state.key_groups import _murmur_int
 
 
 @pytest.mark.parametrize(
@@ -253,3 +254,13 @@ def test_every_key_lands_in_the_range_of_its_subtask(key, max_parallelism, data)
     index = assign_key_to_parallel_operator(key, max_parallelism, parallelism)
     key_group_range = compute_key_group_range_for_operator_index(max_parallelism, parallelism, index)
     assert key_group_range.contains(assign_to_key_group(key, max_parallelism))
+
+
+@given(st.integers(min_value=-(1 << 31), max_value=(1 << 31) - 1))
+def test_the_key_group_murmur_is_flinks(code):
+    assert _murmur_int(code) == flink_murmur_hash(code)
+
+
+@pytest.mark.parametrize("code", [0, 1, -1, 4, 42, -(1 << 31), (1 << 31) - 1, 0x7A3B9F1C])
+def test_the_key_group_murmur_at_the_edges(code):
+    assert _murmur_int(code) == flink_murmur_hash(code)
