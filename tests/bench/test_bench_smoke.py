@@ -155,3 +155,11 @@ def test_window_result_sink_reads_the_timestamp():
     sink.invoke((7, 2, 30), context)
     assert (sink.count, sink.checksum) == (1, [((7, 2, 30), 9_999)])
     assert isinstance(sink, CountingSink)
+
+
+def test_cpu_ratio_runs_both_sides_and_checks_them(capsys):
+    from bench import cpu_ratio
+    assert cpu_ratio.main(["--workload", "stateless", "--size", "5000", "--repeat", "1"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("stateless: 5,000 records, best of 1: Rill "), out
+    assert "loop ÷ Rill" in out
