@@ -46,6 +46,7 @@ __all__ = ["chaining_output", "FusedChainingOutput"]
 _MAP = "map"
 _FILTER = "filter"
 
+
 class FusedChainingOutput(ChainingOutput):
     """A :class:`ChainingOutput` to the first operator of a fused ``Map``/``Filter`` run.
 
