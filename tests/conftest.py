@@ -239,6 +239,10 @@ def pytest_configure(config):
                    "``spark`` fixture; pyspark is in the ``test`` extra). Select with -m spark")
 
 
+# first: pytest-xdist's worker hook turns ``xdist_group`` markers into node-id suffixes
+# (``@spark``) in its own pytest_collection_modifyitems, which otherwise ran before this one
+# added them, and every worker started its own SparkSession (three JVMs under ``-n 3``)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Tests marked ``embedded_only`` keep only their ``embedded`` instance: the cluster instance
     is deselected (not skipped: it is not a test that could run)."""
@@ -349,6 +353,19 @@ def spark(tmp_path_factory):
     this fixture. pyspark is in the ``test`` extra: a missing one fails, it never skips."""
     from pyspark.sql import SparkSession  # noqa: PLC0415 - only the Spark tests start a JVM
 
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        # the workers' base temporary directories share a parent: the first worker to start a
+        # SparkSession claims it, and a second one means ``--dist loadgroup`` did not group
+        claim = tmp_path_factory.getbasetemp().parent / "spark-session-worker"
+        try:
+            fd = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        except FileExistsError:
+            pytest.fail(f"{worker} would start a second SparkSession in this run ({claim.read_text()} "
+                        "started one): the xdist_group('spark') marker did not group the Spark tests "
+                        "on one worker (pytest-xdist's loadgroup needs pytest < 9.2, see setup.cfg)")
+        with os.fdopen(fd, "w") as f:
+            f.write(worker)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ["PYSPARK_PYTHON"] = sys.executable
     if Path(_JAVA_17).is_dir():

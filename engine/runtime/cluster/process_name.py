@@ -8,7 +8,6 @@ by which ``rill cluster stop`` recognises the cluster's processes
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 __all__ = ["POOLED", "TASK", "set_process_name", "process_name"]
@@ -26,10 +25,9 @@ def set_process_name(name: str) -> bool:
     set (``False`` off Linux or without a C library, where nothing changes)."""
     if not sys.platform.startswith("linux"):
         return False
-    path = ctypes.util.find_library("c")
-    if path is None:
-        return False
-    libc = ctypes.CDLL(path, use_errno=True)
+    # the process's own symbol table already holds libc's prctl: no ``find_library``, which
+    # runs ``ldconfig -p`` in a child process each time (two per task process)
+    libc = ctypes.CDLL(None, use_errno=True)
     return libc.prctl(_PR_SET_NAME, ctypes.c_char_p(name.encode()[:15]), 0, 0, 0) == 0
 
 
