@@ -107,18 +107,41 @@ class SourceWatermarkAlignment:
         self.group_minimum: Optional[int] = None
         self._paused_since_ns: Optional[int] = None
         self._paused_ns = 0
+        #: a report awaits its answer (cluster mode), and another was asked for meanwhile
+        self._in_flight = False
+        self._report_again = False
 
-    def report_watermark(self) -> None:
-        """Report the current watermark (the timer's action; also at the end of input). A
+    def report_watermark(self, final: bool = False) -> None:
+        """Report the current watermark (the timer's action; also at the end of input, with
+        ``final``: sent at once whatever is in flight, since the task may end before an answer
+        comes and must not hold its group back). A
         subtask without a watermark yet reports nothing, as Flink's ``SourceOperator`` skips
-        ``Watermark.UNINITIALIZED``: it does not hold the group back before its first one."""
+        ``Watermark.UNINITIALIZED``: it does not hold the group back before its first one.
+
+        At most one report is in flight: one asked for before the previous answer came is sent
+        when it comes, with the watermark of that moment. Rill difference: Flink sends one
+        every interval; here the JobMaster is a process reached through actor messages, and
+        when a round trip takes longer than the interval (5 ms in the tests, a loaded machine)
+        unanswered reports would queue faster than either side handles them."""
+        if self._in_flight and not final:
+            self._report_again = True
+            return
         watermark = self._current_watermark()
         if watermark != MIN_TIMESTAMP:
+            self._in_flight = True
             self._report(self.params.watermark_group, watermark, self.on_group_minimum)
 
     def on_group_minimum(self, group_minimum_ms: int) -> None:
         """The group's answer: the new ceiling is ``minimum + drift`` (saturating); resumes a
-        paused subtask that may read again."""
+        paused subtask that may read again; sends a report asked for while this one was in
+        flight."""
+        self._in_flight = False
+        self._apply_group_minimum(group_minimum_ms)
+        if self._report_again:
+            self._report_again = False
+            self.report_watermark()
+
+    def _apply_group_minimum(self, group_minimum_ms: int) -> None:
         self.group_minimum = group_minimum_ms
         if group_minimum_ms >= MAX_TIMESTAMP - self.params.max_allowed_watermark_drift_ms:
             self.max_allowed_watermark = MAX_TIMESTAMP

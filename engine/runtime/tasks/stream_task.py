@@ -831,7 +831,7 @@ class SourceOperatorStreamTask(StreamTask):
             return
         if status is InputStatus.END_OF_INPUT:
             if alignment is not None:  # finished: no longer holds the group back
-                alignment.report_watermark()
+                alignment.report_watermark(final=True)
             self._end_data()
             if not self._waits_for_final_checkpoint(controller):
                 controller.all_actions_completed()

@@ -76,3 +76,31 @@ def test_the_ceiling_saturates_when_the_group_has_ended():
     assert a.alignment.max_allowed_watermark == MAX_TIMESTAMP
     assert not a.alignment.should_pause()
     assert a.alignment.drift_ms() is None
+
+
+def test_one_report_is_in_flight_and_the_latest_watermark_follows_its_answer():
+    """Cluster mode: the answer comes back later as a mail. Reports asked for meanwhile are not
+    queued one per interval; one follows the answer, with the watermark of that moment."""
+    groups = WatermarkAlignmentGroups()
+    groups.expect("g", [("a", 0), ("b", 0)])
+    sent = []  # (watermark, on_minimum) of every report sent, unanswered until the test answers
+    watermark = [1_000]
+    alignment = SourceWatermarkAlignment(WatermarkAlignmentParams("g", 500, 5), lambda: watermark[0],
+                                         lambda group, wm, on_minimum: sent.append((wm, on_minimum)),
+                                         lambda: None)
+    alignment.report_watermark()
+    watermark[0] = 2_000
+    alignment.report_watermark()
+    watermark[0] = 3_000
+    alignment.report_watermark()
+    assert [wm for wm, _ in sent] == [1_000]
+    sent[0][1](groups.report("g", ("a", 0), 1_000))  # the first answer: the latest watermark goes out
+    assert [wm for wm, _ in sent] == [1_000, 3_000]
+    assert alignment.max_allowed_watermark == MIN_TIMESTAMP + 500  # b has not reported
+    sent[1][1](groups.report("g", ("b", 0), 2_500))
+    assert len(sent) == 2 and alignment.max_allowed_watermark == 1_000 + 500  # a at 1,000, b at 2,500
+    alignment.report_watermark()  # nothing in flight: sent at once
+    assert [wm for wm, _ in sent] == [1_000, 3_000, 3_000]
+    watermark[0] = MAX_TIMESTAMP  # end of input: sent at once, even with a report in flight
+    alignment.report_watermark(final=True)
+    assert [wm for wm, _ in sent] == [1_000, 3_000, 3_000, MAX_TIMESTAMP]
