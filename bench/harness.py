@@ -85,7 +85,7 @@ class Workload(Protocol):
 
 # -- the sink both sides end in ------------------------------------------------------------
 
-_published: Dict[str, List[Tuple[int, Any]]] = {}
+_published: Dict[str, List[Tuple[int, Any, Optional[float], Optional[float]]]] = {}
 _published_lock = threading.Lock()
 #: this module's name: the sink finds the registry through ``sys.modules`` (see ``close``)
 _HOME = __name__
@@ -107,6 +107,18 @@ class CountingSink(SinkFunction):
         self.publish_dir = publish_dir
         self.count = 0
         self.checksum = 0
+        #: ``time.monotonic()`` (s) at ``open`` and at ``finish`` (end of input, before a job with
+        #: checkpoints waits for its final checkpoint); ``None`` where not called (the loop).
+        #: CLOCK_MONOTONIC is one clock for the host, so the stamps of cluster task processes
+        #: compare.
+        self.opened: Optional[float] = None
+        self.finished: Optional[float] = None
+
+    def open(self, runtime_context) -> None:
+        self.opened = time.monotonic()
+
+    def finish(self) -> None:
+        self.finished = time.monotonic()
 
     def invoke(self, value, context):
         self.count += 1
@@ -119,13 +131,16 @@ class CountingSink(SinkFunction):
             # modules for shipping, process-wide) and the copies' methods get copied globals
             home = sys.modules[_HOME]
             with home._published_lock:
-                home._published.setdefault(self.token, []).append((self.count, self.checksum))
+                home._published.setdefault(self.token, []).append(self._published())
             return
         # one file per sink subtask, complete or absent: written aside, then renamed into place
         name = os.path.join(self.publish_dir, f"{self.token}.{uuid.uuid4().hex}")
         with open(name + ".tmp", "wb") as f:
-            pickle.dump((self.count, self.checksum), f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(self._published(), f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(name + ".tmp", name + ".pkl")
+
+    def _published(self) -> Tuple[int, Any, Optional[float], Optional[float]]:
+        return self.count, self.checksum, self.opened, self.finished
 
 
 class LoopSinkContext:
@@ -160,11 +175,16 @@ class WindowResultSink(CountingSink):
 @dataclass(frozen=True)
 class SinkResult:
     """What the sinks of one run published: record count, checksum, and how many sink
-    instances (subtasks) published."""
+    instances (subtasks) published; ``processing_s``, the span from the first sink's ``open``
+    to the last sink's ``finish`` (the end of its input) in seconds, when every sink stamped
+    both (``None`` for the loop). Unlike a job's net runtime, the span leaves out what a job
+    does after its records are through: with checkpoints, waiting for the final checkpoint
+    (FLIP-147) before its tasks end."""
 
     count: int
     checksum: Any
     instances: int
+    processing_s: Optional[float] = field(default=None, compare=False)
 
 
 def new_token() -> str:
@@ -194,7 +214,11 @@ def take_result(token: str, publish_dir: Optional[str] = None) -> SinkResult:
     checksum = parts[0][1]
     for p in parts[1:]:
         checksum += p[1]
-    return SinkResult(count, checksum, len(parts))
+    opened = [p[2] for p in parts]
+    finished = [p[3] for p in parts]
+    span = (None if None in opened or None in finished
+            else max(finished) - min(opened))
+    return SinkResult(count, checksum, len(parts), span)
 
 
 class ResultMismatch(AssertionError):
