@@ -23,6 +23,8 @@ class StreamOperatorContext:
     :param processing_time_service: the task's ``ProcessingTimeService`` (timers run as mails).
     :param key_selector: the state key selector for keyed operators, else ``None``.
     :param key_selector2: the second input's key selector of a keyed two-input operator.
+    :param key_type: the declared type of the state keys (``key_by(..., key_type)``), or ``None``;
+        a snapshot writes its keys in that type's column (else untyped).
     :param keyed_state_backend: a ``HeapKeyedStateBackend`` for keyed operators, else ``None``.
     :param timer_service_manager: keyed timers (``InternalTimeServiceManager``) or ``None``.
     :param runtime_context: the user-facing ``RuntimeContext`` given to ``Function.open``.
@@ -65,6 +67,7 @@ class StreamOperatorContext:
     processing_time_service: Any = None
     key_selector: Optional[Callable[[Any], Any]] = None
     key_selector2: Optional[Callable[[Any], Any]] = None
+    key_type: Any = None
     keyed_state_backend: Any = None
     timer_service_manager: Any = None
     runtime_context: Any = None

@@ -21,6 +21,7 @@ Threading: everything but :meth:`OperatorSnapshotFutures.finalize` runs on the t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, Callable, Mapping, Optional, Tuple
 
 from rill.operators.base import StreamOperator
@@ -111,15 +112,16 @@ class OperatorSnapshotFutures:
         ``TimerServiceSnapshot``; ``InternalTimeServiceManager.snapshot_sync``).
     """
 
-    __slots__ = ("checkpoint_id", "_operator_state", "_keyed_resources", "_timers")
+    __slots__ = ("checkpoint_id", "_operator_state", "_keyed_resources", "_timers", "_key_type")
 
     def __init__(self, checkpoint_id: int, operator_state: Mapping[str, Tuple[str, Any]],
                  keyed_resources: Optional[KeyedSnapshotResources],
-                 timers: Mapping[str, Any]) -> None:
+                 timers: Mapping[str, Any], key_type: Any = None) -> None:
         self.checkpoint_id = checkpoint_id
         self._operator_state = operator_state
         self._keyed_resources = keyed_resources
         self._timers = timers
+        self._key_type = key_type
 
     def finalize(self) -> OperatorSubtaskState:
         """The operator's :class:`OperatorSubtaskState` (any thread, once): the keyed state's
@@ -131,9 +133,12 @@ class OperatorSnapshotFutures:
         keyed = ()
         if resources is not None:
             try:
-                keyed = (resources.async_snapshot(),)
+                snapshot = resources.async_snapshot()
             finally:
                 resources.release()
+            if self._key_type is not None and snapshot.key_type is None:
+                snapshot = dataclasses.replace(snapshot, key_type=self._key_type)
+            keyed = (snapshot,)
         timers = {name: prepared.get() for name, prepared in self._timers.items()}
         return OperatorSubtaskState(checkpoint_id=self.checkpoint_id, operator_state=self._operator_state,
                                     keyed_state=keyed, timers=timers)
@@ -160,6 +165,7 @@ def snapshot_operator_state_sync(operator: StreamOperator, checkpoint_id: int, t
         checkpoint_id, operator_state,
         None if keyed is None else keyed.sync_prepare_resources(),
         {} if timers is None else timers.snapshot_sync(),
+        ctx.key_type,
     )
 
 

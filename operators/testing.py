@@ -342,7 +342,7 @@ class KeyedOneInputStreamOperatorTestHarness(OneInputStreamOperatorTestHarness):
     backend's ``ValueError``, as in production.
 
     :param key_selector: a ``KeySelector`` or a callable ``value -> key``.
-    :param key_type: type information of the key (only recorded).
+    :param key_type: type information of the key (the type of a snapshot's ``key`` column).
     Other parameters as :class:`OneInputStreamOperatorTestHarness`.
     """
 
@@ -364,6 +364,7 @@ class KeyedOneInputStreamOperatorTestHarness(OneInputStreamOperatorTestHarness):
 
     def _set_key_selectors(self) -> None:
         self.context.key_selector = self.key_selector
+        self.context.key_type = self.key_type
 
     def get_current_key(self) -> Any:
         return self.context.keyed_state_backend.get_current_key()

@@ -148,7 +148,7 @@ class KeyedTwoInputStreamOperatorTestHarness(TwoInputStreamOperatorTestHarness):
 
     :param key_selector1: a ``KeySelector`` or callable ``value -> key`` for input 1.
     :param key_selector2: the same for input 2, or ``None``.
-    :param key_type: type information of the key (only recorded).
+    :param key_type: type information of the key (the type of a snapshot's ``key`` column).
     Other parameters as :class:`TwoInputStreamOperatorTestHarness`.
     :raises TypeError: if a key selector is neither a ``KeySelector`` nor callable.
     """
@@ -171,6 +171,7 @@ class KeyedTwoInputStreamOperatorTestHarness(TwoInputStreamOperatorTestHarness):
     def _set_key_selectors(self) -> None:
         self.context.key_selector = self.key_selector1
         self.context.key_selector2 = self.key_selector2
+        self.context.key_type = self.key_type
 
     def get_current_key(self) -> Any:
         return self.context.keyed_state_backend.get_current_key()

@@ -441,8 +441,10 @@ class KeyedStream(DataStream):
         return self._aggregate("Reduce", fn)
 
     def _aggregate(self, name: str, agg) -> DataStream:
-        # the key_by's token: the operator takes the keys its exchange computed (KeyedBatch)
-        operator = ops.StreamGroupedReduce(agg, key_token=self._transformation.id)
+        # the key_by's token: the operator takes the keys its exchange computed (KeyedBatch);
+        # its state has the stream's declared type, as PyFlink's reduce state
+        operator = ops.StreamGroupedReduce(agg, type_info=self._transformation.output_type,
+                                           key_token=self._transformation.id)
         return self._one_input(name, operator, self._transformation.output_type, self)
 
     def sum(self, position_to_sum: Union[int, str] = 0) -> DataStream:

@@ -40,7 +40,8 @@ from __future__ import annotations
 import datetime
 import decimal
 from dataclasses import dataclass
-from typing import Any, Callable, List, Optional, Sequence
+from operator import itemgetter
+from typing import Any, Callable, List, Optional, Sequence, Tuple
 
 import cloudpickle
 import pyarrow as pa
@@ -63,7 +64,7 @@ from rill.state.checkpoint.object_codec import (
     encode_objects,
 )
 
-__all__ = ["ColumnCodec", "column_codec", "ttl_codec", "list_codec", "map_codec"]
+__all__ = ["ColumnCodec", "column_codec", "ttl_codec", "list_codec", "map_codec", "check_types", "nested_hook"]
 
 Hook = Optional[Callable[[Any], Any]]
 
@@ -87,6 +88,14 @@ class ColumnCodec:
     #: the top-level column's decoding straight from the Arrow array, skipping ``to_pylist``
     #: (untyped values: one msgpack stream over the column's data buffer)
     column_from_arrow: Optional[Callable[[Any], List[Any]]] = None
+    #: the Python types a column without ``to_arrow`` takes (subclasses too, ``bool`` only
+    #: where named): Arrow's own conversion would truncate a float in an integer column and
+    #: decode bytes into a string column, so the value would come back changed on restore,
+    #: where Flink's serializer refuses it. ``None``: Arrow's conversion is the check.
+    accepts: Optional[Tuple[type, ...]] = None
+    #: the top-level column's whole-batch encoding, or ``None`` from it when the batch needs
+    #: the per-value path (tuples of plain fields: one ``pa.array`` call, no dict per value)
+    batch_encode: Optional[Callable[[Sequence[Any]], Optional[pa.Array]]] = None
 
     def encode(self, values: Sequence[Any]) -> pa.Array:
         """The Arrow array of ``values`` (``None`` elements are nulls, except in an untyped
@@ -96,6 +105,12 @@ class ColumnCodec:
         """
         hook = self.to_arrow
         try:
+            if self.batch_encode is not None:
+                encoded = self.batch_encode(values)
+                if encoded is not None:
+                    return encoded
+            if hook is None and self.accepts is not None:
+                check_types(self, values)
             if self.batch_to_arrow is not None:
                 return pa.array(self.batch_to_arrow(values), self.arrow_type)
             return pa.array(values if hook is None else [_or_none(hook, v) for v in values],
@@ -120,6 +135,47 @@ class ColumnCodec:
 
 def _or_none(hook: Callable[[Any], Any], value: Any) -> Any:
     return None if value is None else hook(value)
+
+
+_NONE_TYPE = type(None)
+
+
+def _fits(codec: ColumnCodec, cls: type) -> bool:
+    accepts = codec.accepts
+    return cls in accepts or (issubclass(cls, accepts) and (cls is not bool or bool in accepts))
+
+
+def check_types(codec: ColumnCodec, values: Sequence[Any]) -> None:
+    """Check that every one of ``values`` is ``None`` or of a type ``codec.accepts``: one
+    C-level pass over the values' types, then a search only for a type that does not fit.
+
+    :raises TypeValueError: naming the first value that does not fit, its type and the column type.
+    """
+    accepts = codec.accepts
+    if accepts is None:
+        return
+    types = set(map(type, values))
+    types.discard(_NONE_TYPE)
+    for cls in types:
+        if not _fits(codec, cls):
+            value = next(v for v in values if type(v) is cls)
+            raise TypeValueError(f"value {value!r} of type {cls.__name__} does not fit the column type "
+                                 f"{codec.arrow_type} (it takes {' or '.join(t.__name__ for t in accepts)})")
+
+
+def nested_hook(codec: ColumnCodec) -> Callable[[Any], Any]:
+    """What a value inside a list, map or struct goes through before ``pa.array``: the
+    codec's ``to_arrow``, else its type check (:attr:`ColumnCodec.accepts`), else nothing."""
+    if codec.to_arrow is not None:
+        return codec.to_arrow
+    if codec.accepts is None:
+        return _same
+
+    def check(value: Any) -> Any:
+        if not _fits(codec, type(value)):
+            check_types(codec, (value,))
+        return value
+    return check
 
 
 def _time_to_us(value: datetime.time) -> int:
@@ -161,15 +217,15 @@ def _big_dec(value: Any) -> str:
 
 
 _BASIC = {
-    "BYTE": ColumnCodec(pa.int8()),
-    "SHORT": ColumnCodec(pa.int16()),
-    "INT": ColumnCodec(pa.int32()),
-    "LONG": ColumnCodec(pa.int64()),
-    "FLOAT": ColumnCodec(pa.float32()),
-    "DOUBLE": ColumnCodec(pa.float64()),
-    "BOOLEAN": ColumnCodec(pa.bool_()),
-    "STRING": ColumnCodec(pa.string()),
-    "CHAR": ColumnCodec(pa.string()),
+    "BYTE": ColumnCodec(pa.int8(), accepts=(int,)),
+    "SHORT": ColumnCodec(pa.int16(), accepts=(int,)),
+    "INT": ColumnCodec(pa.int32(), accepts=(int,)),
+    "LONG": ColumnCodec(pa.int64(), accepts=(int,)),
+    "FLOAT": ColumnCodec(pa.float32(), accepts=(float, int)),
+    "DOUBLE": ColumnCodec(pa.float64(), accepts=(float, int)),
+    "BOOLEAN": ColumnCodec(pa.bool_(), accepts=(bool,)),
+    "STRING": ColumnCodec(pa.string(), accepts=(str,)),
+    "CHAR": ColumnCodec(pa.string(), accepts=(str,)),
     "BIG_INT": ColumnCodec(pa.string(), _big_int, int),
     "BIG_DEC": ColumnCodec(pa.string(), _big_dec, decimal.Decimal),
     "SQL_DATE": ColumnCodec(pa.date32()),
@@ -217,16 +273,16 @@ def column_codec(type_info: Any) -> ColumnCodec:
 
 def list_codec(element: ColumnCodec) -> ColumnCodec:
     """A ``list<element>`` column whose Python values are lists."""
-    to, back = element.to_arrow, element.from_arrow
+    to, back = nested_hook(element), element.from_arrow
     return ColumnCodec(
         pa.list_(element.arrow_type),
-        None if to is None else (lambda v: [_or_none(to, e) for e in v]),
+        None if to is _same else (lambda v: [_or_none(to, e) for e in v]),
         None if back is None else (lambda v: [_or_none(back, e) for e in v]))
 
 
 def map_codec(key: ColumnCodec, value: ColumnCodec) -> ColumnCodec:
     """A ``map<key, value>`` column whose Python values are dicts."""
-    to_k, to_v = key.to_arrow or _same, value.to_arrow or _same
+    to_k, to_v = nested_hook(key), nested_hook(value)
     back_k, back_v = key.from_arrow or _same, value.from_arrow or _same
 
     def to_arrow(d: Any) -> Any:
@@ -253,6 +309,7 @@ def _struct_codec(names: Sequence[str], types: Sequence[Any], as_row: bool, type
     names = list(names)
     arity = len(names)
     pairs = list(zip(names, fields))
+    hooks = [nested_hook(c) for c in fields]
 
     def to_arrow(value: Any) -> Any:
         if as_row and isinstance(value, Row) and value.get_row_kind() is not RowKind.INSERT:
@@ -260,7 +317,7 @@ def _struct_codec(names: Sequence[str], types: Sequence[Any], as_row: bool, type
                                  f"snapshots store INSERT rows only")
         if not isinstance(value, (tuple, list, Row)) or len(value) != arity:
             raise TypeValueError(f"value {value!r} is not a {type_info!r} of {arity} fields")
-        return {n: _or_none(c.to_arrow or _same, v) for (n, c), v in zip(pairs, value)}
+        return {n: _or_none(h, v) for n, h, v in zip(names, hooks, value)}
 
     def from_arrow(value: Any) -> Any:
         items = [_or_none(c.from_arrow or _same, value[n]) for n, c in pairs]
@@ -268,14 +325,36 @@ def _struct_codec(names: Sequence[str], types: Sequence[Any], as_row: bool, type
             return Row(**dict(zip(names, items)))
         return tuple(items)
 
-    return ColumnCodec(pa.struct([pa.field(n, c.arrow_type) for n, c in pairs]),
-                       to_arrow, from_arrow)
+    arrow_type = pa.struct([pa.field(n, c.arrow_type) for n, c in pairs])
+    plain = not as_row and all(c.to_arrow is None for c in fields)
+
+    def encode_tuples(values: Sequence[Any]) -> Optional[pa.Array]:
+        # a TUPLE of fields Arrow converts itself (ints, strings...), given as plain tuples:
+        # types and arity checked per field column in C, then one pa.array call (Arrow reads
+        # the tuples as structs); anything else goes through to_arrow per value
+        types = set(map(type, values))
+        if not types <= {tuple, _NONE_TYPE}:
+            return None
+        present = [v for v in values if v is not None] if _NONE_TYPE in types else values
+        if present:
+            if set(map(len, present)) != {arity}:
+                return None
+            for i, (name, codec) in enumerate(pairs):
+                if codec.accepts is None:
+                    continue
+                try:
+                    check_types(codec, list(map(itemgetter(i), present)))
+                except TypeValueError as e:
+                    raise TypeValueError(f"field {name} of a {type_info!r}: {e}") from e
+        return pa.array(values, arrow_type)
+
+    return ColumnCodec(arrow_type, to_arrow, from_arrow, batch_encode=encode_tuples if plain else None)
 
 
 def ttl_codec(user_value: ColumnCodec) -> ColumnCodec:
     """The stored value of a TTL state, ``(user_value, last_access_ms)`` (Flink's ``TtlValue``):
     ``struct<user_value, last_access_timestamp_ms: bigint>``, read back as that tuple."""
-    to = user_value.to_arrow or _same
+    to = nested_hook(user_value)
     back = user_value.from_arrow or _same
     return ColumnCodec(
         pa.struct([pa.field("user_value", user_value.arrow_type),

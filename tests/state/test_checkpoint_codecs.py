@@ -148,3 +148,58 @@ def test_values_that_do_not_fit_are_refused_with_the_rule():
         column_codec(Types.MAP(Types.INT(), Types.INT())).encode([{None: 1}])
     with pytest.raises(ValueError, match="no Parquet column type"):
         column_codec(object())
+
+
+@pytest.mark.parametrize("type_info, value, rule", [
+    (Types.LONG(), 1.5, "value 1.5 of type float does not fit the column type int64"),
+    (Types.INT(), "7", "value '7' of type str does not fit the column type int32"),
+    (Types.DOUBLE(), True, "value True of type bool does not fit the column type double"),
+    (Types.STRING(), b"x", "value b'x' of type bytes does not fit the column type string"),
+    (Types.BOOLEAN(), 1, "value 1 of type int does not fit the column type bool"),
+    (Types.TUPLE([Types.STRING(), Types.LONG()]), ("a", 2.0), "field f1 of a .*value 2.0 of type float"),
+    (Types.TUPLE([Types.STRING(), Types.LONG()]), (b"a", 2), "field f0 of a .*value b'a' of type bytes"),
+    (Types.LIST(Types.LONG()), [1, 2.5], "value 2.5 of type float does not fit the column type int64"),
+    (Types.MAP(Types.STRING(), Types.INT()), {"k": 1.0}, "value 1.0 of type float does not fit"),
+    (Types.ROW([Types.LONG()]), Row(0.5), "value 0.5 of type float does not fit"),
+])
+def test_a_value_arrow_would_silently_change_is_refused(type_info, value, rule):
+    """Arrow alone truncates 1.5 into an int64 column and decodes b'x' into a string one, so
+    the restored value would differ from the snapshotted one; Flink's serializer refuses it."""
+    with pytest.raises(TypeValueError, match=rule):
+        column_codec(type_info).encode([None, value] if type_info.__class__.__name__ != "BasicTypeInfo" else [value])
+
+
+def test_subclasses_of_the_accepted_types_are_taken_as_their_base():
+    class Code(str):
+        pass
+
+    class Level(enum.IntEnum):
+        HIGH = 3
+    assert column_codec(Types.STRING()).encode([Code("x")]).to_pylist() == ["x"]
+    assert column_codec(Types.LONG()).encode([Level.HIGH]).to_pylist() == [3]
+    assert column_codec(Types.DOUBLE()).encode([1, 2.5]).to_pylist() == [1.0, 2.5]
+
+
+@pytest.mark.parametrize("values", [
+    [("a", 1), ("b", -2), None, ("", 2 ** 62)],
+    [(f"w{i}", i) for i in range(1000)],
+    [None, None],
+    [],
+])
+def test_tuples_of_plain_fields_encode_in_one_call_as_value_by_value(values):
+    """The whole-batch path of a TUPLE of fields Arrow converts itself gives the array the
+    per-value path gives, and reads back as the same tuples."""
+    codec = column_codec(Types.TUPLE([Types.STRING(), Types.LONG()]))
+    assert codec.batch_encode is not None
+    fast = codec.encode(values)
+    slow = pa.array([None if v is None else codec.to_arrow(v) for v in values], codec.arrow_type)
+    assert fast.equals(slow)
+    assert codec.decode(fast) == values
+
+
+def test_tuples_the_batch_path_cannot_take_go_value_by_value():
+    codec = column_codec(Types.TUPLE([Types.STRING(), Types.LONG()]))
+    # a list where a tuple is declared: converted as the per-value path always did
+    assert codec.encode([["a", 1], ("b", 2)]).to_pylist() == [{"f0": "a", "f1": 1}, {"f0": "b", "f1": 2}]
+    with pytest.raises(TypeValueError, match=r"value \('a',\) is not a .* of 2 fields"):
+        codec.encode([("a", 1), ("a",)])

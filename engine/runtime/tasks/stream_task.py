@@ -120,6 +120,7 @@ class StreamTask:
             processing_time_service=self.processing_time_service,
             key_selector=cfg.state_key_selector,
             key_selector2=getattr(cfg, "state_key_selector2", None),
+            key_type=cfg.state_key_type,
             mailbox_executor=self.mailbox_processor.get_mailbox_executor(MailPriority.DEFAULT),
             job_parameters=dict(env.job_parameters),
             operator_coordinator=env.operator_coordinators.get(cfg.node_id),
