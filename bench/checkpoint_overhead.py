@@ -47,8 +47,8 @@ from rill.datastream import StreamExecutionEnvironment
 from rill.runtime.checkpoint.checkpoint_stats import CheckpointStatsStatus, StatsSummary
 
 from bench.harness import CountingSink, ResultMismatch, SinkResult, machine_info, new_token, take_result
-from bench.workloads.windows import TumblingWindowsWorkload
-from bench.workloads.wordcount import WordCountWorkload
+from bench.workloads.windows import TumblingWindowsWorkload, TypedTumblingWindowsWorkload
+from bench.workloads.wordcount import TypedWordCountWorkload, WordCountWorkload
 
 __all__ = ["CheckpointRun", "OverheadMeasurement", "run_once", "measure", "main",
            "TARGET_RATIO", "TARGET_SYNC_P99_MS"]
@@ -261,14 +261,19 @@ def format_table(measurements: List[OverheadMeasurement]) -> str:
 def _workload(name: str, keys: int):
     if name == "wordcount":
         return WordCountWorkload()
+    if name == "wordcount_typed":
+        return TypedWordCountWorkload()
+    if name == "tumbling_typed":
+        return TypedTumblingWindowsWorkload(keys=keys)
     return TumblingWindowsWorkload(keys=keys)
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.checkpoint_overhead",
                                      description="throughput with checkpoints every interval vs none")
-    parser.add_argument("--workload", choices=["wordcount", "tumbling"], action="append",
-                        help="repeatable; default both")
+    parser.add_argument("--workload", choices=["wordcount", "tumbling", "wordcount_typed", "tumbling_typed"],
+                        action="append", help="repeatable; default wordcount and tumbling (the *_typed variants "
+                                              "declare their types: typed state columns)")
     parser.add_argument("--size", type=int, help="input records per run (default: the workload's)")
     parser.add_argument("--keys", type=int, default=100_000, help="tumbling: distinct keys (default 100,000)")
     parser.add_argument("--repeat", type=int, default=3, help="pairs of runs per workload (default 3)")

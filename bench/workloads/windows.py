@@ -235,3 +235,20 @@ class SlidingWindowsWorkload(_WindowsWorkload):
                 next_due = _fire(windows, watermark, get_result, invoke, context)
         _fire(windows, _NEVER, get_result, invoke, context)
         assert late == 0, f"{late} late events: the data generator broke its promise"
+
+
+class TypedTumblingWindowsWorkload(TumblingWindowsWorkload):
+    """``tumbling`` with its types declared (``key_type=``, ``accumulator_type=``): the same
+    functions, input and output; the window state is written in typed columns (``key``
+    bigint, ``value`` struct of three bigints). For the checkpoint benchmark (issue 11)."""
+
+    name = "tumbling_typed"
+
+    def run_rill(self, env, data: List[Event], sink) -> None:
+        from rill.common.typeinfo import Types  # noqa: PLC0415 - only this variant declares types
+        (env.from_collection(data)
+            .assign_timestamps_and_watermarks(watermark_strategy())
+            .key_by(event_key, key_type=Types.LONG())
+            .window(self._assigner())
+            .aggregate(CountAndSum(), accumulator_type=Types.TUPLE([Types.LONG(), Types.LONG(), Types.LONG()]))
+            .add_sink(sink))

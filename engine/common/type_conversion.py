@@ -23,7 +23,9 @@ the converter :func:`value_converter` builds once per operator or state:
   value unchanged. ``None`` passes unchanged (a nullable field).
 
 When no field of a type changes or checks anything, :func:`value_converter` returns ``None`` and
-the caller adds no per-record work at all.
+the caller adds no per-record work at all. :func:`batch_converter` converts a whole batch, and
+for the common case of types that only *check* (integers in range, tuples of such fields and
+unchecked ones) it checks the batch column-wise in C and hands the same list on.
 """
 
 from __future__ import annotations
@@ -31,12 +33,13 @@ from __future__ import annotations
 import datetime
 import decimal
 import struct
-from typing import Any, Callable, Optional
+from operator import itemgetter
+from typing import Any, Callable, List, Optional
 
 from rill.common.row import Row
 from rill.common.typeinfo import BasicTypeInfo, ListTypeInfo, MapTypeInfo, RowTypeInfo, TupleTypeInfo
 
-__all__ = ["TypeValueError", "value_converter", "INTEGER_RANGES"]
+__all__ = ["TypeValueError", "value_converter", "batch_converter", "INTEGER_RANGES"]
 
 Converter = Callable[[Any], Any]
 
@@ -204,3 +207,72 @@ def _row(type_info: RowTypeInfo, where: str) -> Optional[Converter]:
         row.set_row_kind(value.get_row_kind())
         return row
     return convert
+
+
+BatchConverter = Callable[[List[Any]], List[Any]]
+
+
+def batch_converter(type_info: Any, where: str) -> Optional[BatchConverter]:
+    """:func:`value_converter` for a whole batch: ``convert(values) -> values``, or ``None``
+    when the type leaves every value unchanged.
+
+    For an integer type, and a TUPLE whose fields are integers or unchecked types, a batch
+    whose values all fit is recognised column-wise in C (the values' types, tuple arities and
+    each integer column's minimum and maximum) and returned as it is, unconverted; any other
+    batch, and every other type, goes value by value through :func:`value_converter`, which
+    also raises the error that names the first value that does not fit.
+
+    :raises TypeValueError: from ``convert`` for a value that does not fit.
+    """
+    convert = value_converter(type_info, where)
+    if convert is None:
+        return None
+    fits = _batch_check(type_info)
+
+    def convert_each(values: List[Any]) -> List[Any]:
+        return [convert(v) for v in values]
+    if fits is None:
+        return convert_each
+
+    def convert_batch(values: List[Any]) -> List[Any]:
+        return values if fits(values) else convert_each(values)
+    return convert_batch
+
+
+def _integer_check(name: str) -> Optional[Callable[[List[Any]], bool]]:
+    bounds = INTEGER_RANGES.get(name)
+    if bounds is None:
+        return None
+    low, high = bounds
+
+    def fits(column: List[Any]) -> bool:
+        # exactly int (not bool, not a subclass that the per-value path would judge): then
+        # the range by C-level min / max
+        return not column or (set(map(type, column)) == {int} and min(column) >= low and max(column) <= high)
+    return fits
+
+
+def _batch_check(type_info: Any) -> Optional[Callable[[List[Any]], bool]]:
+    """``fits(values) -> bool``: every value is one the per-value converter returns unchanged
+    (and equal), judged without a Python call per value; ``None`` if the type has no such check."""
+    if isinstance(type_info, BasicTypeInfo):
+        return _integer_check(type_info.name)
+    if not isinstance(type_info, TupleTypeInfo):
+        return None
+    checks = []
+    for i, field_type in enumerate(type_info.field_types):
+        if value_converter(field_type, "") is None:
+            continue
+        check = _integer_check(field_type.name) if isinstance(field_type, BasicTypeInfo) else None
+        if check is None:
+            return None
+        checks.append((itemgetter(i), check))
+    arity = len(type_info.field_types)
+
+    def fits(values: List[Any]) -> bool:
+        if not values:
+            return True
+        if set(map(type, values)) != {tuple} or set(map(len, values)) != {arity}:
+            return False
+        return all(check(list(map(get, values))) for get, check in checks)
+    return fits

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict, List, Tuple
 
-from rill.common.type_conversion import value_converter
+from rill.common.type_conversion import batch_converter
 from rill.operators.base import TwoInputStreamOperator, attribute_error
 from rill.operators.context import StreamOperatorContext
 from rill.runtime.tasks.fused_chain import chaining_output
@@ -61,7 +61,7 @@ class OperatorChain:
         main: List[Any] = []
         side: Dict[str, List[Any]] = {}
         # the declared output type, applied where Flink serializes (see _serializes)
-        convert = value_converter(cfg.output_type, f"operator {cfg.operator_name!r} (output_type "
+        convert = batch_converter(cfg.output_type, f"operator {cfg.operator_name!r} (output_type "
                                                    f"{cfg.output_type!r})")
 
         def route(edge, out, serialized: bool) -> None:
@@ -70,7 +70,7 @@ class OperatorChain:
                 main.append(TypeConvertingOutput(out, convert) if convert is not None and serialized else out)
                 return
             # a side output is serialized with its OutputTag's type
-            tag_convert = value_converter(tag.type_info, f"operator {cfg.operator_name!r} (side output "
+            tag_convert = batch_converter(tag.type_info, f"operator {cfg.operator_name!r} (side output "
                                                          f"{tag.tag_id!r}, {tag.type_info!r})")
             if tag_convert is not None and serialized:
                 out = TypeConvertingOutput(out, tag_convert)

@@ -112,14 +112,14 @@ class TypeConvertingOutput(Output):
         message names the operator, the value and the type's rule.
     """
 
-    def __init__(self, inner: Output, convert):
+    def __init__(self, inner: Output, convert_batch):
         self.inner = inner
-        self.convert = convert
+        #: ``values -> values`` (:func:`~rill.common.type_conversion.batch_converter`)
+        self.convert_batch = convert_batch
 
     def collect_batch(self, values: List[Any], timestamps: Optional[List[int]] = None) -> None:
         if values:
-            convert = self.convert
-            self.inner.collect_batch([convert(v) for v in values], timestamps)
+            self.inner.collect_batch(self.convert_batch(values), timestamps)
 
     def emit_watermark(self, watermark: Watermark) -> None:
         self.inner.emit_watermark(watermark)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import random
+import re
 
 import pytest
 
 from rill.common import Row
-from rill.common.type_conversion import TypeValueError, value_converter
+from rill.common.type_conversion import TypeValueError, batch_converter, value_converter
 from rill.common.typeinfo import Types
 
 
@@ -81,3 +83,54 @@ def test_decimal_date_time_timestamp():
     assert stamp(now) == now
     with pytest.raises(TypeValueError, match=r"is not a SQL_TIMESTAMP \(a datetime.datetime\)"):
         stamp(datetime.date(2024, 2, 29))
+
+
+_BATCH_TYPES = [
+    Types.INT(), Types.LONG(), Types.BYTE(), Types.TUPLE([Types.STRING(), Types.LONG()]),
+    Types.TUPLE([Types.INT(), Types.SHORT(), Types.DOUBLE()]), Types.FLOAT(),
+    Types.TUPLE([Types.STRING(), Types.FLOAT()]), Types.LIST(Types.INT()),
+]
+
+
+def _sample(rng, type_info):
+    """A value of ``type_info``, sometimes one that does not fit or that a converter changes."""
+    name = getattr(type_info, "name", None)
+    if name in ("INT", "LONG", "BYTE", "SHORT"):
+        return rng.choice([rng.randrange(-100, 100), rng.randrange(-2 ** 40, 2 ** 40), 2 ** 31, True, 1.5, None])
+    if name in ("FLOAT", "DOUBLE"):
+        return rng.choice([0.1, 3, 1e40, None])
+    if name == "STRING":
+        return rng.choice(["a", "", None])
+    if hasattr(type_info, "field_types"):
+        value = tuple(_sample(rng, t) for t in type_info.field_types)
+        return rng.choice([value] * 8 + [list(value), value[:-1], None])
+    return [rng.randrange(10) for _ in range(rng.randrange(3))]
+
+
+@pytest.mark.parametrize("type_info", _BATCH_TYPES, ids=repr)
+def test_a_batch_converts_as_its_values_do_one_by_one(type_info):
+    """batch_converter gives what value_converter gives per value, and fails on the first value
+    that does not fit with the same error, whether the batch takes the column-wise check or not
+    (randomized; the batches are small so that some fit as a whole)."""
+    rng = random.Random(16)
+    convert = value_converter(type_info, "op")
+    convert_batch = batch_converter(type_info, "op")
+    fast = 0
+    for _ in range(400):
+        values = [_sample(rng, type_info) for _ in range(rng.randrange(0, 4))]
+        try:
+            expected = [convert(v) for v in values]
+        except TypeValueError as e:
+            with pytest.raises(TypeValueError, match=re.escape(str(e))):
+                convert_batch(values)
+            continue
+        got = convert_batch(values)
+        fast += got is values
+        assert got == expected and [type(v) for v in got] == [type(v) for v in expected]
+    if type_info in _BATCH_TYPES[:5]:
+        assert fast > 0, "no batch took the column-wise check"
+
+
+def test_types_that_change_nothing_have_no_batch_converter():
+    assert batch_converter(Types.STRING(), "op") is None
+    assert batch_converter(Types.TUPLE([Types.STRING(), Types.DOUBLE()]), "op") is None
