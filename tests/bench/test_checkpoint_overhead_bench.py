@@ -15,7 +15,8 @@ if _ROOT not in sys.path:  # bench/ is a top-level folder of the repository, not
 
 from bench.checkpoint_overhead import _same, measure, run_once  # noqa: E402
 from bench.harness import ResultMismatch, SinkResult  # noqa: E402
-from bench.workloads.windows import TumblingWindowsWorkload  # noqa: E402
+from bench.workloads.windows import TumblingWindowsWorkload, TypedTumblingWindowsWorkload  # noqa: E402
+from bench.workloads.wordcount import TypedWordCountWorkload, WordCountWorkload  # noqa: E402
 
 
 def test_a_pair_of_runs_agrees_and_the_checkpointed_run_reports_its_checkpoints():
@@ -48,3 +49,20 @@ def test_run_once_removes_its_checkpoint_directory(tmp_path, monkeypatch):
     run, result = run_once(workload, workload.prepare(2_000), 20)
     assert result.count > 0 and run.checkpointing
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("untyped, typed, size", [
+    (TumblingWindowsWorkload(keys=300), TypedTumblingWindowsWorkload(keys=300), 10_000),
+    (WordCountWorkload(), TypedWordCountWorkload(), 3_000),
+], ids=["tumbling", "wordcount"])
+def test_typed_variants_give_the_same_output_and_spans_lie_within_the_net_runtime(untyped, typed, size):
+    """The *_typed workloads (declared types: typed state columns) give the untyped ones'
+    output; the gated processing span (sink open to end of input) is positive and no longer
+    than the job's net runtime, which adds the wait for the final checkpoint."""
+    data = untyped.prepare(size)
+    runs = []
+    for workload in (untyped, typed):
+        run, result = run_once(workload, data, 20)
+        runs.append(result)
+        assert 0 < run.processing_s <= run.net_s
+    _same(untyped.name, *runs)
