@@ -425,7 +425,7 @@ class TaskProcessPooled:
 
 @dataclass(frozen=True)
 class StartTaskProcess:
-    """TaskExecutor → its new StreamTask actor."""
+    """TaskExecutor → its new StreamTask actor (``resource_id`` and ``host`` of the TaskExecutor)."""
 
     job_id: str
     attempt_id: str
@@ -433,6 +433,7 @@ class StartTaskProcess:
     job_master: Any
     netty_config: Any
     resource_id: str
+    host: str = "?"
 
 
 @dataclass(frozen=True)

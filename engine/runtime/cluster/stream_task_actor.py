@@ -191,6 +191,7 @@ class StreamTaskActor(Actor):
         self.released = False
         self.task_name = "?"
         self.resource_id = "?"
+        self.task_executor_host = "?"
         self.task_executor = None
         self.data_address = None
         self.ticking = False  # the wake-ups (parent watch, metrics) run
@@ -273,7 +274,7 @@ class StreamTaskActor(Actor):
         self.attempt_id = msg.attempt_id
         self.job_master = msg.job_master
         self.task_executor = task_executor
-        self.task_name, self.resource_id = msg.task_name, msg.resource_id
+        self.task_name, self.resource_id, self.task_executor_host = msg.task_name, msg.resource_id, msg.host
         self._tick_from_now()  # metrics once deployed; the parent watch from now on
         self.partition_manager = ResultPartitionManager()
         self.connection_manager = NettyConnectionManager(msg.netty_config, self.partition_manager,
@@ -399,8 +400,10 @@ class StreamTaskActor(Actor):
             self._release()
             self.send(self.myAddress, ActorExitRequest())
             return
-        cause = (f"the TaskExecutor {self.resource_id} (pid {self.watch.parent_pid}) of task {self.task_name} "
-                 "exited")
+        # the ResourceManager's words for the same loss (whichever report reaches the JobMaster
+        # first fails the job, so both name it alike)
+        cause = (f"TaskExecutor {self.resource_id} (pid {self.watch.parent_pid} on {self.task_executor_host}) "
+                 f"was lost: its process exited (seen by task {self.task_name})")
         log.error("task %s: %s", self.attempt_id, cause)
         if self.job_master is not None:
             self.send(self.job_master, m.TaskProcessFailed(self.attempt_id or "?", cause))

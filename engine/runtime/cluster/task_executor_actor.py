@@ -57,6 +57,7 @@ class TaskExecutorActor(Actor):
     def __init__(self):
         super().__init__()
         self.resource_id = None
+        self.host = "?"
         self.resource_manager = None
         self.heartbeat_interval = timedelta(seconds=1)
         self.heartbeat_timeout_s = 50.0
@@ -77,6 +78,7 @@ class TaskExecutorActor(Actor):
         if isinstance(msg, m.InitTaskExecutor):
             _preload()
             self.resource_id = msg.resource_id
+            self.host = msg.host
             self.resource_manager = msg.resource_manager
             self.heartbeat_interval = timedelta(milliseconds=msg.heartbeat_interval_ms)
             self.heartbeat_timeout_s = msg.heartbeat_timeout_ms / 1000.0
@@ -111,7 +113,7 @@ class TaskExecutorActor(Actor):
             self.tasks[str(task)] = (task, msg)
             self.job_masters.setdefault(msg.job_id, time.monotonic())
             self.send(task, m.StartTaskProcess(msg.job_id, msg.attempt_id, msg.task_name, msg.job_master,
-                                               msg.netty_config, self.resource_id))
+                                               msg.netty_config, self.resource_id, self.host))
             self._refill_pool()
         elif isinstance(msg, m.TaskProcessReady):
             # the task's real address: ChildActorExited names it, not the one createActor returned
