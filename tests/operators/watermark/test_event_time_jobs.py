@@ -139,7 +139,7 @@ class PhasedSource(Source):
 class Recorder(KeyedProcessFunction):
     """Records each element's timestamp and the current watermark, registers an event-time
     timer ``delay`` ms after it, and records each firing with the watermark at that time;
-    a firing opens gate ``timer@<timestamp>``."""
+    an element opens gate ``element@<timestamp>``, a firing gate ``timer@<timestamp>``."""
 
     def __init__(self, delay: int):
         self.delay = delay
@@ -147,6 +147,7 @@ class Recorder(KeyedProcessFunction):
 
     def process_element(self, value, ctx):
         ctx.timer_service().register_event_time_timer(ctx.timestamp() + self.delay)
+        FileGate(os.path.join(self.gate_dir, f"element@{ctx.timestamp()}")).set()
         yield ("element", value[0], ctx.timestamp(), ctx.timer_service().current_watermark())
 
     def on_timer(self, timestamp, ctx):
@@ -299,7 +300,12 @@ def _union_job(env, idle_side_strategy, active=None, phases_a=None, gates_a=("re
 def test_idle_side_of_a_union_does_not_hold_the_watermark_back(env):
     strategy = (WatermarkStrategy.for_monotonous_timestamps().with_timestamp_assigner(by_second_field)
                 .with_idleness(Duration.of_millis(50)))
-    env, sink = _union_job(env, strategy)
+    # A starts once B's element (timer at 1000) reached the operator: B may go idle before its
+    # first record when its task starts late (the idleness clock runs from its first periodic
+    # emission, as Flink's IdlenessTimer), and its timer would then be registered after the
+    # watermark passed 1000 and fire only at the end
+    env, sink = _union_job(env, strategy, phases_a=[[], [("a", 1000), ("a", 2000), ("a", 3000)]],
+                           gates_a=("element@500", "release"))
     try:
         gate("timer@2500")
         client = env.execute_async("idle union")
