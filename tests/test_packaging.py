@@ -34,11 +34,22 @@ def test_package_dir_maps_the_architecture_folders():
     assert {k.strip(): v.strip() for k, v in lines} == {v: k for k, v in MAPPING.items()}
 
 
-def test_ci_runs_the_readme_test_command():
-    readme = (ROOT / "README.md").read_text()
+def _ci_command() -> str:
     ci = (ROOT / ".ci" / "run").read_text()
-    command = next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
-    assert command in readme
+    return next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
+
+
+def test_ci_runs_the_readme_test_command():
+    assert _ci_command() in (ROOT / "README.md").read_text()
+
+
+def test_the_test_command_measures_coverage_and_reports_it_against_the_floor():
+    steps = [step.strip() for step in _ci_command().split("&&")]
+    coverage = [step for step in steps if step.startswith(".venv/bin/coverage")]
+    assert coverage[0] == ".venv/bin/coverage erase"  # no data of an earlier run is counted
+    assert coverage[1].startswith(".venv/bin/coverage run -m pytest ")
+    assert coverage[2:] == [".venv/bin/coverage combine -q", ".venv/bin/coverage report"]
+    assert steps.index(coverage[0]) == len(steps) - 4  # coverage wraps the test run, nothing runs after it
 
 
 def test_coverage_covers_every_process_and_fails_below_the_floor():
