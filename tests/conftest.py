@@ -345,6 +345,24 @@ def cluster(shared_cluster):
 _JAVA_17 = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 
+def _spark_worker_coverage_config():
+    """Under the coverage command: the configuration this process measures with (coverage's
+    ``subprocess`` patch passes it to every subprocess as ``COVERAGE_PROCESS_CONFIG``) plus the
+    ``_exit`` patch, for Spark's Python workers only. pyspark's daemon forks a worker per Python
+    task slot and ends it with ``os._exit``, which saves nothing unpatched; each worker saves
+    into the daemon's data file (coverage adds the lines of all). Not in ``setup.cfg``: every
+    process the cluster forks ends with ``os._exit`` too (multiprocessing), and would save its
+    inherited ancestors' data again. ``None`` when coverage is not measuring."""
+    serialized = os.environ.get("COVERAGE_PROCESS_CONFIG")
+    if serialized is None:
+        return None
+    from coverage.config import CoverageConfig  # noqa: PLC0415 - only under the coverage command
+
+    config = CoverageConfig.deserialize(serialized)
+    config.patch = sorted(set(config.patch) | {"_exit"})
+    return config.serialize()
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     """One local SparkSession (``local[2]``: Spark jobs of ``execution.target: spark`` run two
@@ -371,7 +389,11 @@ def spark(tmp_path_factory):
     if Path(_JAVA_17).is_dir():
         os.environ["JAVA_HOME"] = _JAVA_17
     work = tmp_path_factory.mktemp("spark")
-    session = (SparkSession.builder.master("local[2]").appName("rill-tests")
+    builder = SparkSession.builder
+    worker_coverage = _spark_worker_coverage_config()
+    if worker_coverage is not None:
+        builder = builder.config("spark.executorEnv.COVERAGE_PROCESS_CONFIG", worker_coverage)
+    session = (builder.master("local[2]").appName("rill-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.session.timeZone", "UTC")
                .config("spark.sql.shuffle.partitions", "1")
