@@ -58,7 +58,59 @@ def test_stateless_with_a_parallel_source_stays_chained_and_matches_the_loop():
     assert m.sink_records > 0
     assert m.vertices == ["Source: Parallel Bids Source -> Map -> Filter -> Sink: Unnamed (p=2)"]
     with pytest.raises(ValueError, match="source must be one of"):
-        StatelessWorkload(source="file")
+        StatelessWorkload(source="socket")
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_stateless_from_a_file_both_sides_read_stays_chained_and_matches_the_loop(parallelism):
+    workload = StatelessWorkload(source="file")
+    data = workload.prepare(TINY["stateless"])
+    try:
+        m = run_workload(workload, data, repeat=1, parallelism=parallelism, warmup=False)
+        assert m.sink_records == sum(1 for bid in data if bid[0] % 123 == 0) > 0
+        assert m.vertices == [f"Source: Bids File Source -> Map -> Filter -> Sink: Unnamed (p={parallelism})"]
+    finally:
+        workload.close()
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_tumbling_windows_from_a_file_both_sides_read_match_the_loop(parallelism):
+    workload = TumblingWindowsWorkload(source="file")
+    data = workload.prepare(TINY["tumbling"])
+    try:
+        m = run_workload(workload, data, repeat=1, parallelism=parallelism, warmup=False)
+        assert m.sink_records > 0
+        assert m.vertices[0] == f"Source: Events File Source -> Timestamps/Watermarks (p={parallelism})"
+    finally:
+        workload.close()
+    with pytest.raises(ValueError, match="source must be one of"):
+        TumblingWindowsWorkload(source="parallel")
+
+
+def test_a_record_file_is_read_whole_in_order_by_the_loop_and_once_by_the_subtasks(tmp_path):
+    from bench.workloads.record_file import BLOCK, RecordFile  # noqa: PLC0415
+    records = [(i, -i, 10 ** 12 + i) for i in range(3 * BLOCK + 5)]
+    f = RecordFile(records, "<iiq")
+    try:
+        assert [r for block in f.blocks() for r in block] == records
+        source = f.source()
+        for p in (1, 2, 3, 5):
+            enumerator = source.create_enumerator(p)
+            read = []
+            for subtask in range(p):
+                split = enumerator.handle_split_request(subtask)
+                reader = source.create_reader()
+                if split is not None:  # subtask i reads blocks i, i + p, ...
+                    got = [r for batch in reader.read(split) for r in batch]
+                    assert got[:BLOCK] == records[subtask * BLOCK:(subtask + 1) * BLOCK]
+                    read.extend(got)
+                    # a restore resumes at the checkpointed position, mid-block
+                    assert [r for batch in reader.read_from(split, BLOCK + 7) for r in batch] == got[BLOCK + 7:]
+                    reader.close()
+                assert enumerator.handle_split_request(subtask) is None
+            assert sorted(read) == records
+    finally:
+        f.close()
 
 
 class _DropsTheFilter(StatelessWorkload):
