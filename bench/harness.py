@@ -67,7 +67,9 @@ class Workload(Protocol):
 
     Optional: ``sink_class`` (default :class:`CountingSink`), the sink both sides end in; with
     :class:`WindowResultSink` the loop passes a :class:`LoopSinkContext` instead of ``None``
-    and the order of outputs may differ (the check compares multisets).
+    and the order of outputs may differ (the check compares multisets). ``materialize(data)``:
+    write the files a workload reading from files needs for ``data`` (the harness calls it for
+    every input list before any side is timed); ``close()``: remove them.
     """
 
     name: str
@@ -575,12 +577,12 @@ def run_cluster_speedup(workload: Workload, data: Sequence[Any], cluster: Any, p
     data = list(data) if not isinstance(data, list) else data
     cluster_workload = cluster_workload or workload
     small = data[: max(1, int(len(data) * marginal))] if marginal is not None else None
-    _materialize(workload, data)
-    if small is not None:
-        _materialize(workload, small)
+    part = (small if small is not None else data[: max(1, len(data) // 10)]) if warmup else None
+    for w in {id(workload): workload, id(cluster_workload): cluster_workload}.values():
+        for inputs in (data, small, part):
+            if inputs is not None:
+                _materialize(w, inputs)
     if warmup:
-        part = small if small is not None else data[: max(1, len(data) // 10)]
-        _materialize(workload, part)
         _, expected = _run_baseline(workload, part)
         got = _run_rill_summaries(workload, part, 1)[3]
         check_same(workload.name, got, expected, 1)
