@@ -20,6 +20,7 @@ timestamp (the window's max timestamp); their outputs are compared as multisets.
 from __future__ import annotations
 
 import gc
+import marshal
 import math
 import pickle
 from collections import Counter
@@ -138,11 +139,35 @@ class CountingSink(SinkFunction):
         # one file per sink subtask, complete or absent: written aside, then renamed into place
         name = os.path.join(self.publish_dir, f"{self.token}.{uuid.uuid4().hex}")
         with open(name + ".tmp", "wb") as f:
-            pickle.dump(self._published(), f, protocol=pickle.HIGHEST_PROTOCOL)
+            f.write(_encode_published(self._published()))
         os.replace(name + ".tmp", name + ".pkl")
 
     def _published(self) -> Tuple[int, Any, Optional[float], Optional[float]]:
         return self.count, self.checksum, self.opened, self.finished
+
+
+def _encode_published(published: Tuple[int, Any, Optional[float], Optional[float]]) -> bytes:
+    """A sink's published figures as file bytes: ``marshal`` (one leading ``M``) when it can
+    write them, else ``pickle`` (``P``). The cluster's sinks write these inside the job
+    (``close()`` runs before a task ends), where the embedded sinks append to a list: a
+    ``WindowResultSink`` publishing 200,000 outputs took 102 ms to pickle and 16–21 ms to
+    marshal, a cost the cluster side alone paid in its net runtime. marshal writes every
+    buffer-like object (a ``bytearray``, a numpy scalar) as ``bytes``: for a checksum that holds
+    one, the check could only fail (the loop's figures keep the original type), never pass."""
+    try:
+        return b"M" + marshal.dumps(published)
+    except ValueError:  # a type marshal does not know (a str subclass, a user class, ...)
+        return b"P" + pickle.dumps(published, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _decode_published(data: bytes) -> Tuple[int, Any, Optional[float], Optional[float]]:
+    """:raises ValueError: for bytes :func:`_encode_published` did not write."""
+    kind, body = data[:1], memoryview(data)[1:]
+    if kind == b"M":
+        return marshal.loads(body)
+    if kind == b"P":
+        return pickle.loads(body)
+    raise ValueError(f"not a published sink result (leading byte {kind!r})")
 
 
 class LoopSinkContext:
@@ -208,7 +233,7 @@ def take_result(token: str, publish_dir: Optional[str] = None) -> SinkResult:
             if entry.startswith(token + ".") and entry.endswith(".pkl"):
                 path = os.path.join(publish_dir, entry)
                 with open(path, "rb") as f:
-                    parts.append(pickle.load(f))
+                    parts.append(_decode_published(f.read()))
                 os.unlink(path)
     if not parts:
         raise ResultMismatch(f"no CountingSink with token {token} was closed: the sink never finished")

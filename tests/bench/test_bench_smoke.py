@@ -215,3 +215,30 @@ def test_cpu_ratio_runs_both_sides_and_checks_them(capsys):
     out = capsys.readouterr().out
     assert out.startswith("stateless: 5,000 records, best of 1: Rill "), out
     assert "loop ÷ Rill" in out
+
+
+class _Figure:
+    """A checksum marshal cannot write: the sink's file falls back to pickle."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        return type(other) is _Figure and other.n == self.n
+
+
+@pytest.mark.parametrize("published, kind", [
+    ((3, 12, 1.5, 2.5), b"M"),                                             # CountingSink
+    ((2, [((7, 1, 3), 1_700_000_009_999), ((8, 2, 5), 5)], None, None), b"M"),  # WindowResultSink
+    ((1, _Figure(4), 1.0, 2.0), b"P"),
+])
+def test_a_cluster_sinks_published_figures_round_trip_through_its_file(published, kind, tmp_path):
+    from bench.harness import _decode_published, _encode_published, take_result  # noqa: PLC0415
+    data = _encode_published(published)
+    assert data[:1] == kind and _decode_published(data) == published
+    (tmp_path / "tok.a.pkl").write_bytes(data)
+    got = take_result("tok", str(tmp_path))
+    assert (got.count, got.checksum, got.instances) == (published[0], published[1], 1)
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="not a published sink result"):
+        _decode_published(b"\x80" + data[1:])
