@@ -25,6 +25,13 @@ advances every ``WATERMARK_EVERY`` events (as a periodic watermark between batch
 every window whose ``end - 1`` it reached (``get_result`` per key, stamped with the window's
 max timestamp), and drops late elements as Rill would (none occur); at the end of input every
 remaining window fires, as on Rill's final ``MAX_WATERMARK``.
+
+With ``source="file"`` the events are written once into a file of binary records
+(:mod:`bench.workloads.record_file`) that both sides read block by block (1,024 events): the
+loop in order, advancing its watermark after each block; Rill with a splittable source whose
+subtask *i* of P reads blocks *i*, *i* + P, ... (so at p > 1 the subtasks' event times advance
+together). No element is late there either: a subtask's watermark is bounded by its own
+elements as above, and a window operator's watermark is the minimum over its inputs.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from rill.datastream import AggregateFunction
 from rill.datastream.window import SlidingEventTimeWindows, TumblingEventTimeWindows
 
 from bench.harness import LoopSinkContext, WindowResultSink
+from bench.workloads.record_file import RecordFileCache
 
 __all__ = [
     "TumblingWindowsWorkload",
@@ -125,12 +133,32 @@ class _WindowsWorkload:
     default_size = 1_000_000
     sink_class = WindowResultSink
 
-    def __init__(self, keys: int = KEYS) -> None:
+    SOURCES = ("collection", "file")
+    #: the events' record format in the file: (key, value, timestamp ms)
+    FILE_FORMAT = "<iiq"
+
+    def __init__(self, keys: int = KEYS, source: str = "collection") -> None:
         """:param keys: distinct keys of the events (the README's table uses 1,000; the
-        checkpoint-overhead benchmark 100,000)."""
+            checkpoint-overhead benchmark 100,000).
+        :param source: ``"collection"`` (``from_collection``, non-parallel) or ``"file"`` (a
+            file of binary records both sides read, see the module's docstring).
+        :raises ValueError: for ``keys < 1`` or another ``source``."""
         if keys < 1:
             raise ValueError(f"{type(self).__name__}: keys must be at least 1, got {keys}")
+        if source not in self.SOURCES:
+            raise ValueError(f"{type(self).__name__}: source must be one of {self.SOURCES}, got {source!r}")
         self.keys = keys
+        self.source_kind = source
+        self._files = RecordFileCache(self.FILE_FORMAT)
+
+    def close(self) -> None:
+        """Remove the files written for ``source="file"`` (if any)."""
+        self._files.close()
+
+    def materialize(self, data: List[Any]) -> None:
+        """Write ``data``'s file now (``source="file"``), so that no timed run pays for it."""
+        if self.source_kind == "file":
+            self._files.of(data)
 
     def prepare(self, size: int) -> List[Event]:
         return generate_events(size, keys=self.keys)
@@ -138,8 +166,20 @@ class _WindowsWorkload:
     def _assigner(self):
         raise NotImplementedError
 
+    def _chunks(self, data: List[Event]):
+        """What the loop reads, in order, advancing its watermark after each chunk: slices of
+        ``WATERMARK_EVERY`` events, or the file's blocks."""
+        if self.source_kind == "file":
+            return self._files.of(data).blocks()
+        return (data[begin:begin + WATERMARK_EVERY] for begin in range(0, len(data), WATERMARK_EVERY))
+
+    def _source(self, env, data: List[Event]):
+        if self.source_kind == "file":
+            return env.from_source(self._files.of(data).source(), None, "Events File Source")
+        return env.from_collection(data)
+
     def run_rill(self, env, data: List[Event], sink) -> None:
-        (env.from_collection(data)
+        (self._source(env, data)
             .assign_timestamps_and_watermarks(watermark_strategy())
             .key_by(event_key)
             .window(self._assigner())
@@ -167,8 +207,8 @@ class TumblingWindowsWorkload(_WindowsWorkload):
         watermark = -_NEVER - 1
         next_due = _NEVER  # the smallest max timestamp of a pending window
         late = 0
-        for begin in range(0, len(data), WATERMARK_EVERY):
-            for event in data[begin:begin + WATERMARK_EVERY]:
+        for chunk in self._chunks(data):
+            for event in chunk:
                 ts = extract(event, None)
                 if ts > max_seen:
                     max_seen = ts
@@ -211,8 +251,8 @@ class SlidingWindowsWorkload(_WindowsWorkload):
         watermark = -_NEVER - 1
         next_due = _NEVER
         late = 0
-        for begin in range(0, len(data), WATERMARK_EVERY):
-            for event in data[begin:begin + WATERMARK_EVERY]:
+        for chunk in self._chunks(data):
+            for event in chunk:
                 ts = extract(event, None)
                 if ts > max_seen:
                     max_seen = ts
@@ -246,7 +286,7 @@ class TypedTumblingWindowsWorkload(TumblingWindowsWorkload):
 
     def run_rill(self, env, data: List[Event], sink) -> None:
         from rill.common.typeinfo import Types  # noqa: PLC0415 - only this variant declares types
-        (env.from_collection(data)
+        (self._source(env, data)
             .assign_timestamps_and_watermarks(watermark_strategy())
             .key_by(event_key, key_type=Types.LONG())
             .window(self._assigner())

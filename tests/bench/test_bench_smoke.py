@@ -58,7 +58,59 @@ def test_stateless_with_a_parallel_source_stays_chained_and_matches_the_loop():
     assert m.sink_records > 0
     assert m.vertices == ["Source: Parallel Bids Source -> Map -> Filter -> Sink: Unnamed (p=2)"]
     with pytest.raises(ValueError, match="source must be one of"):
-        StatelessWorkload(source="file")
+        StatelessWorkload(source="socket")
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_stateless_from_a_file_both_sides_read_stays_chained_and_matches_the_loop(parallelism):
+    workload = StatelessWorkload(source="file")
+    data = workload.prepare(TINY["stateless"])
+    try:
+        m = run_workload(workload, data, repeat=1, parallelism=parallelism, warmup=False)
+        assert m.sink_records == sum(1 for bid in data if bid[0] % 123 == 0) > 0
+        assert m.vertices == [f"Source: Bids File Source -> Map -> Filter -> Sink: Unnamed (p={parallelism})"]
+    finally:
+        workload.close()
+
+
+@pytest.mark.parametrize("parallelism", [1, 2])
+def test_tumbling_windows_from_a_file_both_sides_read_match_the_loop(parallelism):
+    workload = TumblingWindowsWorkload(source="file")
+    data = workload.prepare(TINY["tumbling"])
+    try:
+        m = run_workload(workload, data, repeat=1, parallelism=parallelism, warmup=False)
+        assert m.sink_records > 0
+        assert m.vertices[0] == f"Source: Events File Source -> Timestamps/Watermarks (p={parallelism})"
+    finally:
+        workload.close()
+    with pytest.raises(ValueError, match="source must be one of"):
+        TumblingWindowsWorkload(source="parallel")
+
+
+def test_a_record_file_is_read_whole_in_order_by_the_loop_and_once_by_the_subtasks(tmp_path):
+    from bench.workloads.record_file import BLOCK, RecordFile  # noqa: PLC0415
+    records = [(i, -i, 10 ** 12 + i) for i in range(3 * BLOCK + 5)]
+    f = RecordFile(records, "<iiq")
+    try:
+        assert [r for block in f.blocks() for r in block] == records
+        source = f.source()
+        for p in (1, 2, 3, 5):
+            enumerator = source.create_enumerator(p)
+            read = []
+            for subtask in range(p):
+                split = enumerator.handle_split_request(subtask)
+                reader = source.create_reader()
+                if split is not None:  # subtask i reads blocks i, i + p, ...
+                    got = [r for batch in reader.read(split) for r in batch]
+                    assert got[:BLOCK] == records[subtask * BLOCK:(subtask + 1) * BLOCK]
+                    read.extend(got)
+                    # a restore resumes at the checkpointed position, mid-block
+                    assert [r for batch in reader.read_from(split, BLOCK + 7) for r in batch] == got[BLOCK + 7:]
+                    reader.close()
+                assert enumerator.handle_split_request(subtask) is None
+            assert sorted(read) == records
+    finally:
+        f.close()
 
 
 class _DropsTheFilter(StatelessWorkload):
@@ -163,3 +215,30 @@ def test_cpu_ratio_runs_both_sides_and_checks_them(capsys):
     out = capsys.readouterr().out
     assert out.startswith("stateless: 5,000 records, best of 1: Rill "), out
     assert "loop ÷ Rill" in out
+
+
+class _Figure:
+    """A checksum marshal cannot write: the sink's file falls back to pickle."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __eq__(self, other):
+        return type(other) is _Figure and other.n == self.n
+
+
+@pytest.mark.parametrize("published, kind", [
+    ((3, 12, 1.5, 2.5), b"M"),                                             # CountingSink
+    ((2, [((7, 1, 3), 1_700_000_009_999), ((8, 2, 5), 5)], None, None), b"M"),  # WindowResultSink
+    ((1, _Figure(4), 1.0, 2.0), b"P"),
+])
+def test_a_cluster_sinks_published_figures_round_trip_through_its_file(published, kind, tmp_path):
+    from bench.harness import _decode_published, _encode_published, take_result  # noqa: PLC0415
+    data = _encode_published(published)
+    assert data[:1] == kind and _decode_published(data) == published
+    (tmp_path / "tok.a.pkl").write_bytes(data)
+    got = take_result("tok", str(tmp_path))
+    assert (got.count, got.checksum, got.instances) == (published[0], published[1], 1)
+    assert not list(tmp_path.iterdir())
+    with pytest.raises(ValueError, match="not a published sink result"):
+        _decode_published(b"\x80" + data[1:])

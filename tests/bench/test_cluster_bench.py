@@ -110,6 +110,20 @@ def test_speedup_mode_checks_every_side_and_embedded_still_works_after(bench_clu
                             warmup=False, cluster_workload=_NoRollingReduce(source="parallel"))
 
 
+def test_the_marginal_measurement_runs_every_side_on_the_small_input_too(bench_cluster, lines):
+    m = run_cluster_speedup(WordCountWorkload(source="file"), lines, bench_cluster, parallelism=2,
+                            repeat=1, warmup=False, marginal=0.5)
+    assert m.small_records == LINES // 2 and m.judged_on == "marginal"
+    sample = m.samples[0]
+    assert 0 < sample.small_loop_s and 0 < sample.small_embedded_net_s and 0 < sample.small_cluster_net_s
+    low, mid, high = m.speedup_marginal[1], m.speedup_marginal[0], m.speedup_marginal[2]
+    assert low <= mid <= high and m.meets_target == (mid >= m.target_speedup)
+    without = run_cluster_speedup(WordCountWorkload(source="file"), lines, bench_cluster, repeat=1, warmup=False)
+    assert without.speedup_marginal is None and without.judged_on == "net" and without.small_records == 0
+    with pytest.raises(ValueError, match="marginal must be a fraction"):
+        run_cluster_speedup(WordCountWorkload(), lines, bench_cluster, marginal=1.0)
+
+
 def test_cli_cluster_speedup_of_several_workloads(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
     out = tmp_path / "speedups.json"
@@ -117,10 +131,12 @@ def test_cli_cluster_speedup_of_several_workloads(tmp_path, capsys, monkeypatch)
                            "--size", "2000", "--repeat", "1", "--no-warmup", "--quiet", "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert text.count("cluster p=2 ÷ embedded p=1: net") == 2 and "target ≥ 1.7" in text
+    assert text.count("cluster p=2 ÷ embedded p=1: marginal (start-up excluded: 400 → 2,000") == 2
+    assert text.count("target ≥ 1.7 on marginal") == 2 and "Source: file" in text
     reports = json.loads(out.read_text())["cluster_speedups"]
     assert [r["workload"] for r in reports] == ["wordcount_sum", "stateless"]
-    assert all(r["records"] == 2000 and r["sink_records"] > 0 for r in reports)
+    assert all(r["records"] == 2000 and r["sink_records"] > 0 and r["small_records"] == 400
+               and r["judged_on"] == "marginal" for r in reports)
     with pytest.raises(SystemExit):
         bench_run.main(["--cluster-speedup", "--workload", "sliding"])
 
@@ -132,7 +148,7 @@ def test_cli_cluster_speedup_starts_and_stops_its_cluster(tmp_path, capsys, monk
                            "--json", str(out)])
     assert code == 0
     text = capsys.readouterr().out
-    assert "| Rill cluster p=2 |" in text and "cluster p=2 ÷ embedded p=1: net" in text
+    assert "| Rill cluster p=2 |" in text and "cluster p=2 ÷ embedded p=1: marginal" in text
     report = json.loads(out.read_text())["cluster_speedup"]
     assert report["records"] == LINES and report["parallelism"] == 2
     # stopped (BenchCluster.stop raises if any of its processes survived) and its run directory gone

@@ -53,7 +53,8 @@ class ClusterClient:
     """A connection to the cluster at ``host:port``, signing with the cluster's ``secret``
     (default: :func:`~rill.runtime.cluster.actor_system.cluster_secret` of ``port``). The
     Dispatcher and ResourceManager are looked up at the cluster's supervisor for every request,
-    since the supervisor replaces them when their processes exit.
+    since the supervisor replaces them when their processes exit (a job's poller keeps the
+    Dispatcher's address until an ask to it fails, see ``ClusterJobClient._poll``).
 
     :raises ClusterNotRunningError: when no cluster answers there.
     :raises ClusterSecretError: when no secret is given and none is found.
@@ -316,12 +317,21 @@ class ClusterJobClient:
 
     # -- polling -------------------------------------------------------------------------------
     def _poll(self) -> None:
+        """Ask the Dispatcher for the job's report every ``POLL_INTERVAL_S`` until it holds the
+        result. The Dispatcher's address is looked up at the supervisor once, and again only
+        after an ask failed or the Dispatcher did not know the job (the supervisor replaces a
+        Dispatcher whose process exited): a lookup per poll doubled the messages, each costing
+        the client and the cluster about a millisecond of CPU."""
         last_answer = time.monotonic()
+        dispatcher = None
         while True:
             try:
-                report = self._client.job_report(self._job_id, POLL_TIMEOUT_S)
+                if dispatcher is None:
+                    dispatcher = self._client.leaders(POLL_TIMEOUT_S).dispatcher
+                report = self._client.ask(dispatcher, m.RequestJobStatus(self._job_id), POLL_TIMEOUT_S)
                 last_answer = time.monotonic()
             except Exception as e:  # noqa: BLE001 - the cluster may be gone
+                dispatcher = None
                 if not self._client.listening():
                     self._finish(None, JobExecutionException(
                         self._job_id, f"Job '{self._job_name}' ({self._job_id}) failed: the cluster at "
@@ -341,7 +351,11 @@ class ClusterJobClient:
                     result, error, cause = cloudpickle.loads(report.result)
                     self._finish(result, error, cause)
                     return
-            elif isinstance(report, m.UnknownJob) and report.final:
+            elif isinstance(report, m.UnknownJob):
+                dispatcher = None  # perhaps a new Dispatcher by now: look it up again
+                if not report.final:
+                    time.sleep(POLL_INTERVAL_S)
+                    continue
                 why = f": {report.reason}" if report.reason else ""
                 self._finish(None, JobExecutionException(
                     self._job_id, f"The cluster no longer knows job '{self._job_name}' ({self._job_id}){why}"), None)

@@ -103,6 +103,13 @@ class DispatcherActor(Actor):
         elif isinstance(msg, m.JobStatusReport):
             self._store(msg)
         elif isinstance(msg, m.RequestJobStatus):
+            if self.orphaned_at is not None:
+                # The cluster is shutting down (its supervisor exited, and this Dispatcher is
+                # stopping the JobMasters): a job's report would name its JobMaster's exit.
+                # Unanswered, a client learns what happened from the cluster itself, as it
+                # does when it asks the supervisor first (its job's poller asks this
+                # Dispatcher directly).
+                return
             report = self.reports.get(msg.job_id)
             self.send(sender, report if report is not None else self._unknown(msg.job_id))
         elif isinstance(msg, m.CancelJob):

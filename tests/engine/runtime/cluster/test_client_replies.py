@@ -37,3 +37,51 @@ def test_what_answers_what():
     assert answers(m.RequestSavepointStatus("a", "t"))(m.SavepointStatusReport("a", "t", "COMPLETED"))
     assert not answers(m.RequestSavepointStatus("a", "t"))(m.SavepointStatusReport("a", "u", "COMPLETED"))
     assert answers(m.TriggerSavepoint("a"))(m.SavepointTriggered("a", "t"))
+
+
+def _sleepy(x):
+    import time  # noqa: PLC0415 - shipped to the task process by value
+    time.sleep(0.01)
+    return x
+
+
+def test_a_job_client_polls_the_dispatcher_without_looking_it_up_again(cluster):
+    """The job's poller asks the supervisor for the Dispatcher once, then only the Dispatcher
+    (a lookup per poll doubled the control messages while a job ran). Observed on the real
+    client: its ``leaders`` and ``ask`` are wrapped to count the calls, which still go through."""
+    import threading  # noqa: PLC0415
+
+    from rill.runtime.errors import JobCancellationException  # noqa: PLC0415
+
+    env = cluster.environment()
+    env.from_collection(list(range(100_000))).map(_sleepy).print()
+    job = env.execute_async("polled")
+    client = job._client
+    polls, lookups, seen = [], [], threading.Condition()
+    leaders, ask = client.leaders, client.ask
+
+    def counting_leaders(*args, **kwargs):
+        lookups.append(threading.current_thread().name)
+        return leaders(*args, **kwargs)
+
+    def counting_ask(target, message, *args, **kwargs):
+        reply = ask(target, message, *args, **kwargs)
+        if isinstance(message, m.RequestJobStatus) and message.job_id == job.get_job_id():
+            with seen:
+                polls.append(reply)
+                seen.notify_all()
+        return reply
+
+    client.leaders, client.ask = counting_leaders, counting_ask
+    try:
+        with seen:
+            assert seen.wait_for(lambda: len(polls) >= 10, timeout=30), f"only {len(polls)} polls in 30 s"
+        poller = f"rill-job-{job.get_job_id()[:8]}"
+        assert poller not in lookups, f"the poller looked the Dispatcher up again: {lookups}"
+        assert all(isinstance(r, m.JobStatusReport) for r in polls)
+    finally:
+        del client.leaders, client.ask
+        job.cancel()
+    with pytest.raises(JobCancellationException):
+        job.get_job_execution_result().result(30)
+    cluster.wait_no_task_processes()
