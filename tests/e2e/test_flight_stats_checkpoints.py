@@ -17,6 +17,7 @@ condition (a completed checkpoint, the job's result) with a deadline.
 
 from __future__ import annotations
 
+import concurrent.futures
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -69,6 +70,19 @@ def _start_throttled(env, flights: str, out: Path, chk: Path):
     return client
 
 
+def _stop_with_savepoint(client, drain: bool, directory: Path) -> str:
+    """The savepoint's path; a stop that does not complete within ``TIMEOUT_S`` fails the test
+    with what the job and its checkpoints looked like then (so that a rare hang says where)."""
+    try:
+        return client.stop_with_savepoint(drain, str(directory)).result(TIMEOUT_S)
+    except concurrent.futures.TimeoutError:
+        stats = client.get_checkpoint_stats()
+        history = [] if stats is None else [(c.checkpoint_id, c.status.name, c.is_savepoint) for c in stats.history]
+        raise AssertionError(f"stop-with-savepoint did not complete in {TIMEOUT_S} s: job "
+                             f"{client.get_job_status().name}, checkpoints (id, status, savepoint) "
+                             f"{history}") from None
+
+
 def _carrier_stats_from_spark(spark, directory: str) -> Dict[str, tuple]:
     """carrier -> (flights, delay sum, delayed flights, worst delay) from the keyed state files,
     untyped key and value decoded with the README's UDF."""
@@ -96,7 +110,7 @@ def test_the_savepoint_state_read_with_spark_equals_the_jobs_per_carrier_output(
                                                                                spark):
     out, chk = tmp_path / "out", tmp_path / "chk"
     client = _start_throttled(env, flights_subset, out, chk)
-    path = client.stop_with_savepoint(True, str(tmp_path / "savepoints")).result(TIMEOUT_S)
+    path = _stop_with_savepoint(client, True, tmp_path / "savepoints")
     assert client.get_job_status() is JobStatus.FINISHED
     written = {}
     for line in _outputs(out)["stats"]:
@@ -131,7 +145,7 @@ def test_stopped_halfway_and_resumed_the_output_equals_an_uninterrupted_run(env,
                                                                           uninterrupted, parallelism):
     out, chk = tmp_path / "out", tmp_path / "chk"
     client = _start_throttled(env, flights_subset, out, chk)
-    path = client.stop_with_savepoint(False, str(tmp_path / "savepoints")).result(TIMEOUT_S)
+    path = _stop_with_savepoint(client, False, tmp_path / "savepoints")
     assert client.get_job_status() is JobStatus.FINISHED
     assert _outputs(out)["stats"] == [], "without drain the end-of-input statistics are not emitted"
     resumed = StreamExecutionEnvironment.get_execution_environment()

@@ -22,7 +22,7 @@ import pytest
 from rill.datastream import StreamExecutionEnvironment
 from rill.datastream.connectors import CollectSink
 
-JOB_TIMEOUT_S = 30.0
+JOB_TIMEOUT_S = 120.0
 THREAD_GRACE_S = 5.0
 
 

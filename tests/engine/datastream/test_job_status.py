@@ -12,9 +12,10 @@ from rill.common import JobStatus
 from rill.runtime.errors import JobCancellationException, JobExecutionException
 
 
-def _statuses_until_done(client, timeout_s=30.0, action=None, action_after_s=0.2):
-    """Distinct statuses seen while polling (in order), running ``action`` once after
-    ``action_after_s``."""
+def _statuses_until_done(client, timeout_s=120.0, action=None):
+    """Distinct statuses seen while polling (in order), running ``action`` once, as soon as
+    the job is seen RUNNING (a condition: a loaded cluster client may still report CREATED
+    for a while after ``execute_async`` returned)."""
     seen = [client.get_job_status()]
     started = time.monotonic()
     acted = False
@@ -22,7 +23,7 @@ def _statuses_until_done(client, timeout_s=30.0, action=None, action_after_s=0.2
         if time.monotonic() - started > timeout_s:
             client.cancel()
             pytest.fail("job did not end")
-        if action is not None and not acted and time.monotonic() - started >= action_after_s:
+        if action is not None and not acted and seen[-1] is JobStatus.RUNNING:
             action()
             acted = True
         status = client.get_job_status()

@@ -28,7 +28,7 @@ from rill.operators.watermark import AscendingTimestampsWatermarks, WatermarkGen
 from rill.runtime.errors import JobExecutionException
 from rill.common.streamrecord import MAX_TIMESTAMP, MIN_TIMESTAMP
 
-JOB_TIMEOUT_S = 30.0
+JOB_TIMEOUT_S = 120.0
 GATE_TIMEOUT_S = 20.0
 
 class FileGate:
