@@ -400,30 +400,40 @@ def test_a_declined_checkpoint_counts_as_a_failure(env):
 
 
 class FailAfterSnapshot(Position):
-    """Fails on the first record after its first snapshot."""
+    """Fails on the first record after the first snapshot it takes with records already passed
+    on, and writes that checkpoint's id to ``log``. Those records are in front of the barrier
+    downstream (a slow consumer needs 200 ms per buffer of them), so the checkpoint is still
+    pending when the failure comes; a snapshot before the first record (the barrier then has
+    nothing ahead and may complete at once) does not arm it."""
 
     def snapshot_state(self, context):
         super().snapshot_state(context)
-        self.fail = True
+        if self.n > 0 and not getattr(self, "fail", False):
+            self.fail = True
+            with open(self.log, "w") as f:
+                f.write(str(context.get_checkpoint_id()))
 
     def map(self, value):
         if getattr(self, "fail", False):
-            raise RuntimeError("failing while checkpoint 1 is pending")
+            raise RuntimeError("failing while its checkpoint is pending")
         return super().map(value)
 
 
-def test_a_task_failure_aborts_the_pending_checkpoint(env):
+def test_a_task_failure_aborts_the_pending_checkpoint(env, tmp_path):
     # no restart: with checkpointing the default (exponential-delay) would restart the job forever
     _configure(env, interval_ms=50, **{"restart-strategy.type": "none"})
-    (env.from_collection(list(range(2000))).map(FailAfterSnapshot(0.001)).name("Fail")
+    armed = tmp_path / "armed"
+    (env.from_collection(list(range(2000))).map(FailAfterSnapshot(0.001, str(armed))).name("Fail")
      .key_by(lambda i: i % KEYS).map(Position(0.02)).name("Slow")
      .add_sink(lambda v: None))
     client = env.execute_async("fails")
-    with pytest.raises(Exception, match="failing while checkpoint 1 is pending"):
+    with pytest.raises(Exception, match="failing while its checkpoint is pending"):
         client.get_job_execution_result().result(RESULT_TIMEOUT_S)
+    pending_at_failure = int(armed.read_text())
     stats = client.get_checkpoint_stats()
-    assert stats.counts.number_of_completed_checkpoints == 0
-    assert stats.latest_failed.checkpoint_id == 1
+    # the earlier ones (taken before the first record) completed; the armed one was aborted
+    assert stats.counts.number_of_completed_checkpoints == pending_at_failure - 1
+    assert stats.latest_failed.checkpoint_id == pending_at_failure
     assert stats.latest_failed.failure_message.startswith("Task has failed.")
 
 
