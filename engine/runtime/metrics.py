@@ -11,6 +11,12 @@ interpreter rather than working; Flink's "busy" (the remainder) includes that wa
 and back-pressured times include the moment it takes to get the GIL back after a wake-up.
 CPU time is what the task itself consumed: ``busy - cpu`` is roughly its GIL wait.
 
+The ``*_per_second`` values of a running task average over the last :data:`RATE_WINDOW_S`
+(between two of its snapshots, which the cluster takes every 200 ms), as Flink's
+``TimerGauge`` averages over its update interval: a cause shows soon after it started, and
+the start of a job (every consumer at full speed until the buffers fill) does not linger in
+them. A task younger than the window, and a task that has ended, average over its whole life.
+
 Network metrics (read from the task's network components, see
 ``rill.runtime.taskmanager.network_environment``): ``numBytesIn`` is the payload bytes its
 remote input channels received, ``numBytesOut`` the payload bytes the network server sent from
@@ -25,10 +31,15 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Dict, Optional
+from typing import Callable, Deque, Dict, Optional, Tuple
 
-__all__ = ["TaskIOMetrics", "TaskMetricsSnapshot", "backpressure_level", "FLINK_METRIC_NAMES"]
+__all__ = ["TaskIOMetrics", "TaskMetricsSnapshot", "backpressure_level", "FLINK_METRIC_NAMES",
+           "RATE_WINDOW_S"]
+
+#: Span (s) the ``*_per_second`` values of a running task average over.
+RATE_WINDOW_S = 1.0
 
 #: Snapshot field -> Flink's metric name (task scope).
 FLINK_METRIC_NAMES: Dict[str, str] = {
@@ -58,7 +69,9 @@ def backpressure_level(back_pressured_ms_per_s: float) -> str:
 
 @dataclass(frozen=True)
 class TaskMetricsSnapshot:
-    """One reading of a task's metrics. Times in ms; ``*_per_second`` over the task's life.
+    """One reading of a task's metrics. Times in ms (``*_time_ms``: totals over the task's
+    life); ``*_per_second`` in ms per second over the last :data:`RATE_WINDOW_S` while the
+    task runs, over its life once it has ended.
 
     ``num_bytes_in``/``num_bytes_out`` are payload bytes of remote exchanges (0 for local ones);
     ``input_pool_usage``/``output_pool_usage`` are fractions in [0, 1]. Flink's names:
@@ -139,6 +152,10 @@ class TaskIOMetrics:
         self.output_pool_usage: Callable[[], float] = lambda: 0.0
         self.source_progress: Callable[[], int] = lambda: 0
         self.current_input_watermark: Callable[[], Optional[int]] = lambda: None
+        # (monotonic ns, idle, back-pressured, busy, cpu ns) of recent snapshots; snapshots are
+        # taken by the task's actor and by REST threads alike
+        self._samples: Deque[Tuple[int, int, int, int, int]] = deque()
+        self._samples_lock = threading.Lock()
 
     def mark_start(self) -> None:
         """Start the clocks; call on the task thread."""
@@ -177,9 +194,14 @@ class TaskIOMetrics:
         bp = min(self.back_pressured_ns(), dur_ns - idle)
         busy = max(0, dur_ns - idle - bp)
         cpu = self.cpu_ns() if started else 0
+        base = self._window_start((now, idle, bp, busy, cpu)) if started and self.end_ns is None else None
+        span_ns, d_idle, d_bp, d_busy, d_cpu = dur_ns, idle, bp, busy, cpu
+        if base is not None:
+            span_ns = max(1, now - base[0])
+            d_idle, d_bp, d_busy, d_cpu = idle - base[1], bp - base[2], busy - base[3], cpu - base[4]
 
-        def per_second(ns: int) -> float:  # share of the task's life, as ms per second
-            return ns * 1000.0 / dur_ns if started else 0.0
+        def per_second(ns: int) -> float:  # share of the span, as ms per second
+            return max(0.0, ns * 1000.0 / span_ns) if started else 0.0
 
         return TaskMetricsSnapshot(
             task_name=self.task_name,
@@ -194,13 +216,26 @@ class TaskIOMetrics:
             busy_time_ms=busy / 1e6,
             idle_time_ms=idle / 1e6,
             back_pressured_time_ms=bp / 1e6,
-            busy_time_ms_per_second=per_second(busy),
-            idle_time_ms_per_second=per_second(idle),
-            back_pressured_time_ms_per_second=per_second(bp),
+            busy_time_ms_per_second=per_second(d_busy),
+            idle_time_ms_per_second=per_second(d_idle),
+            back_pressured_time_ms_per_second=per_second(d_bp),
             cpu_time_ms=cpu / 1e6,
-            cpu_time_ms_per_second=per_second(cpu),
+            cpu_time_ms_per_second=per_second(d_cpu),
             input_pool_usage=self.input_pool_usage(),
             output_pool_usage=self.output_pool_usage(),
             source_progress_units=self.source_progress(),
             current_input_watermark=self.current_input_watermark(),
         )
+
+    def _window_start(self, sample: Tuple[int, int, int, int, int]) -> Optional[Tuple[int, int, int, int, int]]:
+        """Record ``sample`` and return the newest earlier sample at least :data:`RATE_WINDOW_S`
+        old, or None while the task is younger than that (its life is the window)."""
+        edge = sample[0] - int(RATE_WINDOW_S * 1e9)
+        with self._samples_lock:
+            samples = self._samples
+            if samples and samples[-1][0] == sample[0]:
+                samples.pop()
+            samples.append(sample)
+            while len(samples) >= 2 and samples[1][0] <= edge:
+                samples.popleft()
+            return samples[0] if samples[0][0] <= edge else None

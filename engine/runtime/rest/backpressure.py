@@ -13,9 +13,10 @@ Within it, a subtask is named when it alone is busy (its busy ratio at least
 :data:`BUSY_RATIO` and every other subtask's at most half of it: the seed's slow B.4);
 otherwise the whole vertex is the cause (e.g. evenly slow subtasks).
 
-Ratios are the metrics' per-second values, averaged over each task's life so far (Rill's
-``TaskMetricsSnapshot``), not Flink's last-second sample: a cause shows once it has lasted a
-good part of the job's run.
+Ratios are the metrics' per-second values (Rill's ``TaskMetricsSnapshot``): over the last
+second of a running task (:data:`rill.runtime.metrics.RATE_WINDOW_S`), over the whole life of a
+finished one, so a cause shows a second after it started and a finished job's summary still
+names what slowed it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ scrapes; a scrape costs one snapshot per job):
 Labels: ``host`` on every metric; ``job_id``, ``job_name`` from the job scope; ``tm_id``,
 ``task_id`` (the JobVertexID), ``task_name``, ``subtask_index`` on task metrics. Rill
 difference: no ``task_attempt_id``/``task_attempt_num`` labels (the snapshot does not carry
-attempts), and the ``*PerSecond`` gauges are averages over the task's life, as the REST API's.
+attempts), and the ``*PerSecond`` gauges are the REST API's (over the last second of a running task).
 """
 
 from __future__ import annotations

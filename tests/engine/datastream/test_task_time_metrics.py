@@ -7,7 +7,7 @@ Regression: the idle time counted a wait for input only once it ended, so a sink
 drained and waited for seconds reported itself busy (1000 ms/s) the whole time, in both modes.
 
 Rates are measured between two readings of the job's metrics (the snapshot's ``*_per_second``
-fields average over the task's whole life), and each reading is taken when a condition on the
+fields average over the last second only), and each reading is taken when a condition on the
 metrics holds, never after a sleep.
 """
 

@@ -49,3 +49,58 @@ def test_sleeping_is_busy_by_flinks_definition_but_uses_no_cpu():
 def test_backpressure_levels_use_flinks_thresholds():
     assert [backpressure_level(ms) for ms in (0, 100, 101, 500, 501, 1000)] == [
         "OK", "OK", "LOW", "LOW", "HIGH", "HIGH"]
+
+
+class _Clock:
+    """A monotonic clock the test moves by hand (ns), read by the metrics module."""
+
+    def __init__(self):
+        self.ns = 10**12
+
+    def __call__(self):
+        return self.ns
+
+
+def test_per_second_values_of_a_running_task_average_over_the_last_second(monkeypatch):
+    from rill.runtime import metrics as metrics_module
+    from rill.runtime.metrics import RATE_WINDOW_S, TaskIOMetrics
+
+    clock = _Clock()
+    monkeypatch.setattr(metrics_module.time, "monotonic_ns", clock)
+    m = TaskIOMetrics("Work", 0)
+    idle = [0]
+    m.idle_ns = lambda: idle[0]
+    m.mark_start()
+    # 10 s fully busy, read every 200 ms as the cluster does; then 2 s fully idle
+    for _ in range(50):
+        clock.ns += 200_000_000
+        m.snapshot()
+    assert m.snapshot().busy_time_ms_per_second == 1000.0
+    for _ in range(10):
+        clock.ns += 200_000_000
+        idle[0] += 200_000_000
+        s = m.snapshot()
+    assert RATE_WINDOW_S == 1.0
+    assert (s.idle_time_ms_per_second, s.busy_time_ms_per_second) == (1000.0, 0.0)  # the last second
+    assert (s.idle_time_ms, s.busy_time_ms) == (2000.0, 10000.0)  # totals: the whole life
+    m.mark_end()
+    ended = m.snapshot()
+    assert round(ended.idle_time_ms_per_second, 6) == round(1000 * 2 / 12, 6)  # an ended task: its life
+
+
+def test_a_task_younger_than_the_window_averages_over_its_life(monkeypatch):
+    from rill.runtime import metrics as metrics_module
+    from rill.runtime.metrics import TaskIOMetrics
+
+    clock = _Clock()
+    monkeypatch.setattr(metrics_module.time, "monotonic_ns", clock)
+    m = TaskIOMetrics("Work", 0)
+    idle = [0]
+    m.idle_ns = lambda: idle[0]
+    m.mark_start()
+    clock.ns += 300_000_000
+    idle[0] += 300_000_000
+    m.snapshot()
+    clock.ns += 300_000_000
+    s = m.snapshot()
+    assert (s.idle_time_ms_per_second, s.busy_time_ms_per_second) == (500.0, 500.0)
