@@ -64,6 +64,17 @@ class PinnedKeyGroups(Mapping[int, Mapping[str, Tuple[Tuple[Any, Any, Any], ...]
         self._states = dict(states)
         self._key_groups: Optional[List[int]] = None
 
+    def raw_args(self) -> Tuple[int, Dict[str, PinnedState]]:
+        """``(start, states)``, this view's constructor arguments: what a process that writes
+        the snapshot for the task needs (the pinned dicts themselves, pickled at C speed)."""
+        return self._start, self._states
+
+    def entry_count(self) -> int:
+        """The pinned entries (before TTL transformers drop expired ones), O(key groups x
+        namespaces)."""
+        return sum(len(by_key) for pinned, _ in self._states.values() for by_namespace in pinned if by_namespace
+                   for by_key in by_namespace.values())
+
     def state_names(self) -> List[str]:
         """Every pinned state's name, in registration order (with entries or not)."""
         return list(self._states)

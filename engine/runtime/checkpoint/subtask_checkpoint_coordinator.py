@@ -15,6 +15,7 @@ order:
 4. the asynchronous part on the task's checkpoint thread: each operator's record is built from
    that view (``OperatorSnapshotFutures.finalize``), written
    through the checkpoint's :class:`~rill.state.checkpoint.storage.CheckpointStorageLocation`
+   (a large heap snapshot by a helper process: :mod:`rill.runtime.checkpoint.snapshot_encoder`)
    and the coordinator is acknowledged with the handles and the
    :class:`~rill.runtime.checkpoint.checkpoint_options.CheckpointMetrics`; a failure declines
    the checkpoint (``CHECKPOINT_ASYNC_EXCEPTION``). Unaligned, it starts once the channel
@@ -51,6 +52,7 @@ from rill.runtime.checkpoint.channel_state_writer import ChannelStateWriter
 from rill.runtime.checkpoint.checkpoint_failure_reason import CheckpointException, CheckpointFailureReason
 from rill.runtime.checkpoint.checkpoint_options import CheckpointMetaData, CheckpointMetrics, CheckpointOptions
 from rill.runtime.checkpoint.checkpoint_responder import CheckpointResponder
+from rill.runtime.checkpoint.snapshot_encoder import write_operator_subtask_state
 from rill.state.checkpoint.storage_api import CheckpointLocationDisposedError
 
 __all__ = ["SubtaskCheckpointCoordinator"]
@@ -211,7 +213,7 @@ class SubtaskCheckpointCoordinator:
             location = options.target_location
             handles = {}
             for operator_id, state in finalized:
-                handles[operator_id] = (location.write_operator_subtask_state(operator_id, self._subtask_index, state)
+                handles[operator_id] = (write_operator_subtask_state(location, operator_id, self._subtask_index, state)
                                         if state.has_state() else None)
             size = sum(h.state_size for h in handles.values() if h is not None)
             metrics = CheckpointMetrics(sync_ms, (time.monotonic_ns() - start_ns) / 1e6, alignment_ms,
