@@ -61,9 +61,11 @@ class _Clock:
         return self.ns
 
 
-def test_per_second_values_of_a_running_task_average_over_the_last_second(monkeypatch):
+def _started_metrics(monkeypatch):
+    """``(clock, metrics, idle)``: a started task's metrics on a hand-moved clock, its idle
+    time the ns in ``idle[0]``."""
     from rill.runtime import metrics as metrics_module
-    from rill.runtime.metrics import RATE_WINDOW_S, TaskIOMetrics
+    from rill.runtime.metrics import TaskIOMetrics
 
     clock = _Clock()
     monkeypatch.setattr(metrics_module.time, "monotonic_ns", clock)
@@ -71,6 +73,13 @@ def test_per_second_values_of_a_running_task_average_over_the_last_second(monkey
     idle = [0]
     m.idle_ns = lambda: idle[0]
     m.mark_start()
+    return clock, m, idle
+
+
+def test_per_second_values_of_a_running_task_average_over_the_last_second(monkeypatch):
+    from rill.runtime.metrics import RATE_WINDOW_S
+
+    clock, m, idle = _started_metrics(monkeypatch)
     # 10 s fully busy, read every 200 ms as the cluster does; then 2 s fully idle
     for _ in range(50):
         clock.ns += 200_000_000
@@ -89,15 +98,7 @@ def test_per_second_values_of_a_running_task_average_over_the_last_second(monkey
 
 
 def test_a_task_younger_than_the_window_averages_over_its_life(monkeypatch):
-    from rill.runtime import metrics as metrics_module
-    from rill.runtime.metrics import TaskIOMetrics
-
-    clock = _Clock()
-    monkeypatch.setattr(metrics_module.time, "monotonic_ns", clock)
-    m = TaskIOMetrics("Work", 0)
-    idle = [0]
-    m.idle_ns = lambda: idle[0]
-    m.mark_start()
+    clock, m, idle = _started_metrics(monkeypatch)
     clock.ns += 300_000_000
     idle[0] += 300_000_000
     m.snapshot()

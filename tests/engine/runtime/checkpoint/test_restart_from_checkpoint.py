@@ -9,105 +9,10 @@ restarted attempt's first count of a key is one more than the checkpoint's."""
 
 from __future__ import annotations
 
-import os
-import time
-from dataclasses import dataclass
-from pathlib import Path
-
+from _fail_on_signal import TIMEOUT_S, Count, FailOnSignal, Lines, counts_by_attempt, wait_for
 from rill.common import JobStatus
-from rill.common.functions import KeyedProcessFunction, SinkFunction
-from rill.datastream.connectors import Boundedness, Source, SourceReader, SourceSplit
-from rill.state import ValueStateDescriptor
 
 N, KEYS = 400, 8
-TIMEOUT_S = 120
-
-
-@dataclass(frozen=True)
-class _Whole(SourceSplit):
-    def split_id(self) -> str:
-        return "whole"
-
-
-class _Reader(SourceReader):
-    def __init__(self, markers: str):
-        self.markers = markers
-
-    def read(self, split):
-        for i in range(0, N, 50):
-            yield list(range(i, i + 50))
-        fail, failed = Path(self.markers, "fail"), Path(self.markers, "failed")
-        while not failed.exists():  # the first attempt waits for the test's signal
-            if fail.exists():
-                failed.touch()
-                raise RuntimeError("injected source failure after the checkpoint")
-            time.sleep(0.005)
-            yield []
-        for i in range(N, 2 * N, 50):  # a restarted attempt, past its restored position
-            yield list(range(i, i + 50))
-
-
-class FailOnSignal(Source):
-    """One split of 0..N-1; the first attempt then waits and fails when ``<markers>/fail``
-    appears; a later attempt, restored past those N records, reads N..2N-1 and ends."""
-
-    def __init__(self, markers: str):
-        self.markers = markers
-
-    def create_splits(self, parallelism):
-        return [_Whole()]
-
-    def create_reader(self):
-        return _Reader(self.markers)
-
-    def get_boundedness(self):
-        return Boundedness.BOUNDED
-
-
-class Count(KeyedProcessFunction):
-    def open(self, runtime_context):
-        self.count = runtime_context.get_state(ValueStateDescriptor("count"))
-
-    def process_element(self, value, ctx):
-        n = (self.count.value() or 0) + 1
-        self.count.update(n)
-        yield (ctx.get_current_key(), n)
-
-
-class Lines(SinkFunction):
-    """``key count`` lines into ``<dir>/attempt-<a>-subtask-<i>.txt``."""
-
-    def __init__(self, out_dir: str):
-        self.out_dir = out_dir
-
-    def open(self, runtime_context):
-        self.file = open(os.path.join(self.out_dir, f"attempt-{runtime_context.get_attempt_number()}-"
-                                                    f"subtask-{runtime_context.get_index_of_this_subtask()}.txt"),
-                         "a", buffering=1)
-
-    def invoke(self, value, context):
-        self.file.write(f"{value[0]} {value[1]}\n")
-
-    def close(self):
-        self.file.close()
-
-
-def counts_by_attempt(out: Path):
-    """attempt -> key -> the counts emitted, in order."""
-    result = {}
-    for f in sorted(out.iterdir()):
-        attempt = int(f.name.split("-")[1])
-        for line in f.read_text().splitlines():
-            key, count = map(int, line.split())
-            result.setdefault(attempt, {}).setdefault(key, []).append(count)
-    return result
-
-
-def wait_for(condition, what):
-    deadline = time.monotonic() + TIMEOUT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_keyed_counts_continue_from_the_latest_completed_checkpoint(env, tmp_path):
@@ -120,7 +25,7 @@ def test_keyed_counts_continue_from_the_latest_completed_checkpoint(env, tmp_pat
     conf.set_string("restart-strategy.fixed-delay.attempts", "1")
     conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
     env.set_parallelism(2)
-    (env.from_source(FailOnSignal(str(markers)), None, "signalled").set_parallelism(1)
+    (env.from_source(FailOnSignal(str(markers), N), None, "signalled").set_parallelism(1)
         .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Lines(str(out))))
     client = env.execute_async("restored counts")
 
@@ -157,7 +62,7 @@ def test_a_job_resumes_from_a_retained_checkpoint_at_another_parallelism(env, tm
     env.get_configuration().set_string("execution.checkpointing.externalized-checkpoint-retention",
                                        "RETAIN_ON_CANCELLATION")
     env.set_parallelism(2)
-    (env.from_source(FailOnSignal(str(markers)), None, "waits").uid("source-1").set_parallelism(1)
+    (env.from_source(FailOnSignal(str(markers), N), None, "waits").uid("source-1").set_parallelism(1)
         .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Lines(str(out))))
     first = env.execute_async("first run")
 

@@ -9,17 +9,13 @@ from __future__ import annotations
 import os
 import pickle
 import signal
-import time
-from dataclasses import dataclass
-from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from rill.common.functions import KeyedProcessFunction, SinkFunction
+from _fail_on_signal import TIMEOUT_S, Count, FailOnSignal, Lines, counts_by_attempt, wait_for
 from rill.common.type_conversion import TypeValueError
 from rill.common.typeinfo import Types
-from rill.datastream.connectors import Boundedness, Source, SourceReader, SourceSplit
 from rill.runtime.checkpoint import snapshot_encoder
 from rill.runtime.checkpoint.snapshot_encoder import (
     MIN_ENTRIES, EncoderUnavailable, SnapshotEncoder, default_encoder, write_operator_subtask_state)
@@ -33,7 +29,6 @@ from rill.state.key_groups import KeyGroupRange
 
 OID = "0123456789abcdef0123456789abcdef"
 JOB = "fedcba9876543210fedcba9876543210"
-RESULT_TIMEOUT_S = 120
 
 
 def _state(n: int, value=lambda k: k, type_info=None) -> OperatorSubtaskState:
@@ -153,87 +148,12 @@ def test_a_pinned_view_pickles_its_dicts_for_the_helper():
 
 
 # -- a job whose keyed state the helper writes, in both modes ----------------------------------
-# As test_restart_from_checkpoint, with a key space large enough for the helper: the source
+# test_restart_from_checkpoint's job with a key space large enough for the helper: the source
 # emits 0..N-1 (one record per key) and waits; after a checkpoint taken once every record was
 # counted, the test makes it fail; the restarted attempt, restored from that checkpoint (whose
 # keyed state the helper wrote), reads N..2N-1 onto the restored counts: every key ends at 2.
 
 N = MIN_ENTRIES + 500
-
-
-@dataclass(frozen=True)
-class _Whole(SourceSplit):
-    def split_id(self) -> str:
-        return "whole"
-
-
-class _Reader(SourceReader):
-    def __init__(self, markers: str):
-        self.markers = markers
-
-    def read(self, split):
-        for i in range(0, N, 500):
-            yield list(range(i, min(i + 500, N)))
-        fail, failed = Path(self.markers, "fail"), Path(self.markers, "failed")
-        while not failed.exists():  # the first attempt waits for the test's signal
-            if fail.exists():
-                failed.touch()
-                raise RuntimeError("injected source failure after the checkpoint")
-            time.sleep(0.005)
-            yield []
-        for i in range(N, 2 * N, 500):
-            yield list(range(i, min(i + 500, 2 * N)))
-
-
-class _FailOnSignal(Source):
-    def __init__(self, markers: str):
-        self.markers = markers
-
-    def create_splits(self, parallelism):
-        return [_Whole()]
-
-    def create_reader(self):
-        return _Reader(self.markers)
-
-    def get_boundedness(self):
-        return Boundedness.BOUNDED
-
-
-class _Count(KeyedProcessFunction):
-    def open(self, runtime_context):
-        self.count = runtime_context.get_state(ValueStateDescriptor("count", Types.LONG()))
-
-    def process_element(self, value, ctx):
-        n = (self.count.value() or 0) + 1
-        self.count.update(n)
-        yield ctx.get_current_key(), n
-
-
-class _Lines(SinkFunction):
-    """``key count`` lines into ``<dir>/attempt-<a>.txt``."""
-
-    def __init__(self, out_dir: str):
-        self.out_dir = out_dir
-
-    def open(self, runtime_context):
-        self.file = open(os.path.join(self.out_dir, f"attempt-{runtime_context.get_attempt_number()}.txt"), "a", buffering=1)
-
-    def invoke(self, value, context):
-        self.file.write(f"{value[0]} {value[1]}\n")
-
-    def close(self):
-        self.file.close()
-
-
-def _lines(path: Path):
-    return path.read_text().splitlines() if path.exists() else []
-
-
-def _wait_for(condition, what):
-    deadline = time.monotonic() + RESULT_TIMEOUT_S
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def test_a_job_restores_the_large_state_the_helper_wrote(env, tmp_path, execution_mode):
@@ -247,20 +167,20 @@ def test_a_job_restores_the_large_state_the_helper_wrote(env, tmp_path, executio
     conf.set_string("restart-strategy.fixed-delay.attempts", "1")
     conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
     before = default_encoder().requests
-    (env.from_source(_FailOnSignal(str(markers)), None, "signalled")
-        .key_by(lambda x: x % N).process(_Count()).uid("count").add_sink(_Lines(str(out))))
+    (env.from_source(FailOnSignal(str(markers), N), None, "signalled")
+        .key_by(lambda x: x % N).process(Count()).uid("count").add_sink(Lines(str(out))))
     client = env.execute_async("large state through the snapshot encoder")
 
     def completed():
         stats = client.get_checkpoint_stats()
         return 0 if stats is None else stats.counts.number_of_completed_checkpoints
 
-    _wait_for(lambda: len(_lines(out / "attempt-0.txt")) == N, "the first attempt to count every record")
+    wait_for(lambda: sum(len(c) for c in counts_by_attempt(out).get(0, {}).values()) == N,
+             "the first attempt to count every record")
     seen = completed()
-    _wait_for(lambda: completed() >= seen + 2, "a checkpoint taken after every record was counted")
+    wait_for(lambda: completed() >= seen + 2, "a checkpoint taken after every record was counted")
     (markers / "fail").touch()
-    client.get_job_execution_result().result(timeout=RESULT_TIMEOUT_S)
-    assert sorted(_lines(out / "attempt-0.txt")) == sorted(f"{k} 1" for k in range(N))
-    assert sorted(_lines(out / "attempt-1.txt")) == sorted(f"{k} 2" for k in range(N))
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    assert counts_by_attempt(out) == {0: {k: [1] for k in range(N)}, 1: {k: [2] for k in range(N)}}
     if execution_mode == "embedded":  # this process's helper wrote them
         assert default_encoder().requests >= before + 2
