@@ -110,8 +110,16 @@ class LocalCluster:
         return json.loads((self.run_dir / f"cluster-{port or self.port}.json").read_text())
 
     def start(self) -> "LocalCluster":
-        self.cli("cluster", "start", "--port", str(self.port), "-n", str(self.task_executors),
-                 "-s", str(self.slots))
+        for attempt in range(3):
+            proc = self.cli("cluster", "start", "--port", str(self.port), "-n", str(self.task_executors),
+                            "-s", str(self.slots), check=False)
+            if proc.returncode == 0:
+                break
+            if "is in use" not in proc.stderr or attempt == 2:
+                raise AssertionError(f"rill cluster start --port {self.port} exited {proc.returncode}:\n"
+                                     f"{proc.stdout}\n{proc.stderr}")
+            # free_port's race: another process bound the port between its check and the start
+            self.port = free_port()
         self.remember_processes()
         return self
 

@@ -153,6 +153,10 @@ class CheckpointCoordinator:
         self._retry: Optional[Cancellable] = None
         self._request_queued = False
         self._last_completion_ns: Optional[int] = None
+        #: fully acknowledged checkpoints whose metadata is being written: still in progress
+        #: for max-concurrent-checkpoints and min-pause (a trigger meanwhile would start the
+        #: next one before this one ended)
+        self._completing = 0
         self._continuous_failures = 0
         self._shutdown = False
         self._job_failed = False
@@ -202,7 +206,7 @@ class CheckpointCoordinator:
         with self._lock:
             if self._shutdown:
                 return None
-            if len(self._pending) >= self.options.max_concurrent_checkpoints:
+            if len(self._pending) + self._completing >= self.options.max_concurrent_checkpoints:
                 self._request_queued = True  # run when one ends (Flink's queued request)
                 return None
             if self._last_completion_ns is not None and self.options.min_pause_ms > 0:
@@ -387,6 +391,7 @@ class CheckpointCoordinator:
             if pending.is_fully_acknowledged():
                 completed = pending
                 del self._pending[checkpoint_id]
+                self._completing += 1
                 pending.cancellable.cancel()
         if completed is not None:
             self._complete(completed)
@@ -457,6 +462,7 @@ class CheckpointCoordinator:
             pointer = pending.location.finalize(pending.metadata())
         except Exception as e:  # noqa: BLE001 - Flink's FINALIZE_CHECKPOINT_FAILURE
             with self._lock:
+                self._completing -= 1
                 self._pending[pending.checkpoint_id] = pending  # so that _abort finds it
             self._abort(pending.checkpoint_id, CheckpointException(
                 CheckpointFailureReason.FINALIZE_CHECKPOINT_FAILURE, f"{type(e).__name__}: {e}"))
@@ -469,6 +475,7 @@ class CheckpointCoordinator:
             self.completed_checkpoint_store.add(completed)
         self.stats_tracker.report_completed_checkpoint(pending.checkpoint_id, now, pointer)
         with self._lock:
+            self._completing -= 1
             self._last_completion_ns = time.monotonic_ns()
             self._continuous_failures = 0
             # their final checkpoint completed: they exit on its notification (FLIP-147)

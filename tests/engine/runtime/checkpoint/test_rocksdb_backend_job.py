@@ -13,7 +13,8 @@ from rill.common.functions import KeyedProcessFunction
 from rill.datastream import EmbeddedRocksDBStateBackend, HashMapStateBackend, StreamExecutionEnvironment
 from rill.state import MapStateDescriptor, ValueStateDescriptor
 
-from test_restart_from_checkpoint import KEYS, N, TIMEOUT_S, FailOnSignal, Lines, counts_by_attempt, wait_for
+from _fail_on_signal import TIMEOUT_S, FailOnSignal, Lines, counts_by_attempt, wait_for
+from test_restart_from_checkpoint import KEYS, N
 
 
 class CountAndRemember(KeyedProcessFunction):
@@ -49,7 +50,7 @@ def test_rocksdb_state_is_checkpointed_and_restored(env, tmp_path, restore_on):
     env.get_configuration().set_string("execution.checkpointing.externalized-checkpoint-retention",
                                        "RETAIN_ON_CANCELLATION")
     env.set_parallelism(2)
-    (env.from_source(FailOnSignal(str(markers)), None, "waits").uid("source-1").set_parallelism(1)
+    (env.from_source(FailOnSignal(str(markers), N), None, "waits").uid("source-1").set_parallelism(1)
         .key_by(lambda x: x % KEYS).process(CountAndRemember()).uid("count").add_sink(Lines(str(out))))
     first = env.execute_async("first run on rocksdb")
 

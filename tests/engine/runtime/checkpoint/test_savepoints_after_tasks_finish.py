@@ -143,7 +143,8 @@ def test_rill_stop_after_a_source_finished_on_the_cluster(shared_cluster, tmp_pa
     source finished prints the savepoint; resuming from it counts every record once."""
     out = tmp_path / "out.csv"
     env = shared_cluster.environment(1)
-    client = _job(env, out, 0.003).execute_async("rill stop after a source finished")
+    # 30 s of long input: the `rill stop` process starts well before its end, on a loaded box too
+    client = _job(env, out, 0.02).execute_async("rill stop after a source finished")
     _wait_until_the_short_source_finished(client)
     proc = shared_cluster.cli("stop", "--savepoint-path", str(tmp_path / "sp"), client.get_job_id(),
                               "--port", str(shared_cluster.port))
