@@ -104,3 +104,37 @@ def wait_for(condition, what):
     while not condition():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
+
+
+def run_failing_once(env, tmp_path: Path, n: int, keys: int, job_name: str, **settings):
+    """Run ``FailOnSignal(n) -> key_by(x % keys) -> Count -> Lines`` with checkpoints every
+    100 ms and one restart (``settings``: more configuration keys); once the first attempt
+    counted every record and a checkpoint taken after that completed, signal the failure and
+    wait for the restarted attempt to end. Returns ``(client, out directory)``."""
+    markers, out = tmp_path / "markers", tmp_path / "out"
+    markers.mkdir()
+    out.mkdir()
+    env.enable_checkpointing(100)
+    conf = env.get_configuration()
+    conf.set_string("restart-strategy.type", "fixed-delay")
+    conf.set_string("restart-strategy.fixed-delay.attempts", "1")
+    conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
+    for key, value in settings.items():
+        conf.set_string(key, value)
+    (env.from_source(FailOnSignal(str(markers), n), None, "signalled").set_parallelism(1)
+        .key_by(lambda x: x % keys).process(Count()).uid("count").add_sink(Lines(str(out))))
+    client = env.execute_async(job_name)
+
+    def completed():
+        stats = client.get_checkpoint_stats()
+        return 0 if stats is None else stats.counts.number_of_completed_checkpoints
+
+    wait_for(lambda: sum(len(c) for c in counts_by_attempt(out).get(0, {}).values()) == n,
+             "the first attempt to count every record")
+    # checkpoint `seen + 2` is triggered after `seen + 1` completed, i.e. after every record was
+    # counted: the latest completed checkpoint holds the full counts from then on
+    seen = completed()
+    wait_for(lambda: completed() >= seen + 2, "a checkpoint taken after every record was counted")
+    (markers / "fail").touch()
+    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    return client, out

@@ -9,38 +9,15 @@ restarted attempt's first count of a key is one more than the checkpoint's."""
 
 from __future__ import annotations
 
-from _fail_on_signal import TIMEOUT_S, Count, FailOnSignal, Lines, counts_by_attempt, wait_for
+from _fail_on_signal import TIMEOUT_S, Count, FailOnSignal, Lines, counts_by_attempt, run_failing_once, wait_for
 from rill.common import JobStatus
 
 N, KEYS = 400, 8
 
 
 def test_keyed_counts_continue_from_the_latest_completed_checkpoint(env, tmp_path):
-    markers, out = tmp_path / "markers", tmp_path / "out"
-    markers.mkdir()
-    out.mkdir()
-    env.enable_checkpointing(100)
-    conf = env.get_configuration()
-    conf.set_string("restart-strategy.type", "fixed-delay")
-    conf.set_string("restart-strategy.fixed-delay.attempts", "1")
-    conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
     env.set_parallelism(2)
-    (env.from_source(FailOnSignal(str(markers), N), None, "signalled").set_parallelism(1)
-        .key_by(lambda x: x % KEYS).process(Count()).uid("count").add_sink(Lines(str(out))))
-    client = env.execute_async("restored counts")
-
-    def completed():
-        stats = client.get_checkpoint_stats()
-        return 0 if stats is None else stats.counts.number_of_completed_checkpoints
-
-    wait_for(lambda: sum(len(c) for c in counts_by_attempt(out).get(0, {}).values()) == N,
-             "the first attempt to count every record")
-    # checkpoint `seen + 2` is triggered after `seen + 1` completed, i.e. after every record was
-    # counted: the latest completed checkpoint holds the full counts from then on
-    seen = completed()
-    wait_for(lambda: completed() >= seen + 2, "a checkpoint taken after every record was counted")
-    (markers / "fail").touch()
-    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    client, out = run_failing_once(env, tmp_path, N, KEYS, "restored counts")
     assert client.get_job_status() is JobStatus.FINISHED
     per_key = N // KEYS
     by_attempt = counts_by_attempt(out)

@@ -13,7 +13,7 @@ import signal
 import pyarrow.parquet as pq
 import pytest
 
-from _fail_on_signal import TIMEOUT_S, Count, FailOnSignal, Lines, counts_by_attempt, wait_for
+from _fail_on_signal import counts_by_attempt, run_failing_once
 from rill.common.type_conversion import TypeValueError
 from rill.common.typeinfo import Types
 from rill.runtime.checkpoint import snapshot_encoder
@@ -157,30 +157,9 @@ N = MIN_ENTRIES + 500
 
 
 def test_a_job_restores_the_large_state_the_helper_wrote(env, tmp_path, execution_mode):
-    markers, out = tmp_path / "markers", tmp_path / "out"
-    markers.mkdir()
-    out.mkdir()
-    env.enable_checkpointing(100)
-    conf = env.get_configuration()
-    conf.set_string("execution.checkpointing.dir", str(tmp_path / "checkpoints"))
-    conf.set_string("restart-strategy.type", "fixed-delay")
-    conf.set_string("restart-strategy.fixed-delay.attempts", "1")
-    conf.set_string("restart-strategy.fixed-delay.delay", "0 ms")
     before = default_encoder().requests
-    (env.from_source(FailOnSignal(str(markers), N), None, "signalled")
-        .key_by(lambda x: x % N).process(Count()).uid("count").add_sink(Lines(str(out))))
-    client = env.execute_async("large state through the snapshot encoder")
-
-    def completed():
-        stats = client.get_checkpoint_stats()
-        return 0 if stats is None else stats.counts.number_of_completed_checkpoints
-
-    wait_for(lambda: sum(len(c) for c in counts_by_attempt(out).get(0, {}).values()) == N,
-             "the first attempt to count every record")
-    seen = completed()
-    wait_for(lambda: completed() >= seen + 2, "a checkpoint taken after every record was counted")
-    (markers / "fail").touch()
-    client.get_job_execution_result().result(timeout=TIMEOUT_S)
+    _client, out = run_failing_once(env, tmp_path, N, N, "large state through the snapshot encoder",
+                                    **{"execution.checkpointing.dir": str(tmp_path / "checkpoints")})
     assert counts_by_attempt(out) == {0: {k: [1] for k in range(N)}, 1: {k: [2] for k in range(N)}}
     if execution_mode == "embedded":  # this process's helper wrote them
         assert default_encoder().requests >= before + 2
