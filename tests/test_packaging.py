@@ -34,17 +34,19 @@ def test_package_dir_maps_the_architecture_folders():
     assert {k.strip(): v.strip() for k, v in lines} == {v: k for k, v in MAPPING.items()}
 
 
-def _ci_command() -> str:
-    ci = (ROOT / ".ci" / "run").read_text()
+def _ci_command(script: str = "run") -> str:
+    ci = (ROOT / ".ci" / script).read_text()
     return next(line for line in ci.splitlines() if line.startswith("python3 -m venv"))
 
 
-def test_ci_runs_the_readme_test_command():
-    assert _ci_command() in (ROOT / "README.md").read_text()
+def test_ci_runs_the_readme_test_command_and_the_coverage_script_the_readme_coverage_command():
+    readme = (ROOT / "README.md").read_text()
+    assert _ci_command() in readme and _ci_command("coverage") in readme
+    assert _ci_command().endswith(".venv/bin/pytest -q -p no:cacheprovider -n 3 --dist loadgroup")
 
 
-def test_the_test_command_measures_coverage_and_reports_it_against_the_floor():
-    steps = [step.strip() for step in _ci_command().split("&&")]
+def test_the_coverage_command_measures_coverage_and_reports_it_against_the_floor():
+    steps = [step.strip() for step in _ci_command("coverage").split("&&")]
     coverage = [step for step in steps if step.startswith(".venv/bin/coverage")]
     assert coverage[0] == ".venv/bin/coverage erase"  # no data of an earlier run is counted
     assert coverage[1].startswith(".venv/bin/coverage run -m pytest ")
